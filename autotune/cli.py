@@ -1,0 +1,165 @@
+"""The ``autotune`` command: ``autotune search MODEL.py [options]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from autotune.errors import UsageError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return int(args.run(args))
+    except UsageError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"autotune: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(
+            "autotune: interrupted; every finished trial is saved. Run the same command to "
+            "resume the study.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    finally:
+        from autotune.trials import kill_all_trials
+
+        kill_all_trials()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _parser() -> argparse.ArgumentParser:
+    from autotune import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="autotune",
+        description="Search torch.compile configurations on this machine and emit the best.",
+    )
+    parser.add_argument("--version", action="version", version=f"autotune {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    search = sub.add_parser(
+        "search",
+        help="search compile configs for a model file",
+        description="Measure eager and default torch.compile, then search the space; every "
+        "trial runs in a process of its own. Re-running with the same --study and --storage "
+        "resumes the study.",
+    )
+    _search_arguments(search)
+    search.set_defaults(run=_run_search)
+    return parser
+
+
+def _search_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="model file defining get_model(device) and get_inputs(device)")
+    p.add_argument(
+        "--trials",
+        type=_positive_int,
+        default=20,
+        help="trial budget of the study, baselines excluded (default 20)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="wall clock of this run: no trial starts after it",
+    )
+    p.add_argument(
+        "--compile-budget",
+        type=_positive_float,
+        default=600.0,
+        metavar="SECONDS",
+        help="per trial: a trial still compiling or running after it is killed (default 600)",
+    )
+    p.add_argument(
+        "--space",
+        metavar="NAME_OR_PATH",
+        help="built-in space name (cpu, cuda) or a .toml path (default: per device)",
+    )
+    p.add_argument("--study", metavar="NAME", help="study name (default: MODEL-DEVICE)")
+    p.add_argument(
+        "--storage",
+        default="sqlite:///autotune.db",
+        metavar="URL",
+        help="SQLAlchemy URL for Optuna's and autotune's tables (default sqlite:///autotune.db)",
+    )
+    p.add_argument(
+        "--out",
+        default="best_config.json",
+        metavar="PATH",
+        help="best-config file to write (default best_config.json)",
+    )
+    p.add_argument(
+        "--device", type=_device, help="cpu, cuda or cuda:N (default: cuda if available)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seeds the sampler, weights and inputs")
+    p.add_argument("--sampler", choices=("tpe", "random"), default="tpe")
+    p.add_argument(
+        "--measure-seconds",
+        type=_positive_float,
+        default=2.0,
+        metavar="SECONDS",
+        help="time spent on interleaved eager/compiled timing per trial (default 2)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="kernel cache shared by the study's trials (default: ~/.cache/autotune/STUDY)",
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks")  # fmt: skip
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    from autotune.search import run_search
+
+    return run_search(args)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _device(text: str) -> str:
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
+    return text
+
+
+def default_cache_dir(study: str) -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study)
+    return str(Path(base, "autotune", slug))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Correctness gate: does the compiled function compute what eager computes?
+
+An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (the rule of
+``torch.isclose``), with ``(rtol, atol)`` by dtype:
+
+| dtype | rtol | atol | why |
+| --- | --- | --- | --- |
+| float64 | 1e-7 | 1e-7 | as ``torch.testing`` |
+| float32 | 1e-4 | 1e-4 | looser than ``torch.testing`` (1.3e-6, 1e-5) on purpose, see below |
+| bfloat16 | 1.6e-2 | 1e-2 | 8-bit significand: one rounding is up to 3.9e-3 relative |
+| float16 | 1e-3 | 1e-3 | 11-bit significand: one rounding is up to 4.9e-4 relative |
+| complex128, complex64, complex32 | | | as float64, float32, float16, on the modulus |
+| integers, bool | 0 | 0 | exact |
+
+Float32 is looser than ``torch.testing`` because a correct compiled program does not round like
+eager: Inductor fuses ops (an intermediate kept in registers skips a rounding), splits and
+reorders reductions, and C++/Triton may contract ``a * b + c`` into one FMA. Over a long reduction
+the differences reach ~1e-5 relative, and more where terms cancel; the default tolerances of
+``torch.testing`` would fail such programs. A wrong kernel misses by far more than 1e-4.
+
+``relaxed=True`` multiplies float tolerances by 10, for knobs that relax numerics on purpose
+(fast math, TF32). NaN in ``actual`` passes only where ``expected`` has NaN; infinities must match
+exactly. Python floats are compared with the float32 tolerances; ints, bools and strings exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+import torch
+
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.bfloat16: (1.6e-2, 1e-2),
+    torch.float16: (1e-3, 1e-3),
+    torch.complex128: (1e-7, 1e-7),
+    torch.complex64: (1e-4, 1e-4),
+    torch.complex32: (1e-3, 1e-3),
+}
+"""``(rtol, atol)`` per floating dtype; see the module docstring for the reasons."""
+
+_RELAXED_FACTOR = 10.0
+# Elements compared at once: bounds the float64 copies of a large output to ~100 MB.
+_CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclasses.dataclass(frozen=True)
+class AccuracyReport:
+    """Result of :func:`compare_outputs`.
+
+    Attributes:
+        ok: Every leaf matched within tolerance and the structures agree.
+        max_abs_diff: Largest ``|actual - expected|`` over all compared elements (inf where a
+            NaN or infinity does not match).
+        max_rel_diff: Largest ``|actual - expected| / |expected|`` over the same elements.
+        detail: Empty when ``ok``; otherwise one line naming the first failing leaf by its path
+            (like ``out[0]["logits"]``) and what failed.
+    """
+
+    ok: bool
+    max_abs_diff: float
+    max_rel_diff: float
+    detail: str
+
+
+def tolerance_for(dtype: torch.dtype, *, relaxed: bool = False) -> tuple[float, float]:
+    """Return ``(rtol, atol)`` for ``dtype``: ``(0.0, 0.0)`` (exact) for integers and bool."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return 0.0, 0.0
+    if dtype not in TOLERANCES:
+        raise ValueError(
+            f"a tolerance must be defined for every floating dtype compared, but {dtype} has "
+            f"none; add it to TOLERANCES (it lists {', '.join(map(str, TOLERANCES))})."
+        )
+    rtol, atol = TOLERANCES[dtype]
+    factor = _RELAXED_FACTOR if relaxed else 1.0
+    return rtol * factor, atol * factor
+
+
+def compare_outputs(expected: Any, actual: Any, *, relaxed: bool = False) -> AccuracyReport:
+    """Compare the output of a compiled function with the eager one.
+
+    Walks nested tuples, lists, dicts (``ModelOutput`` of transformers included), dataclasses,
+    tensors and Python scalars. Tensors must agree in shape, dtype and device; their values are
+    compared on CPU in float64 (complex128) with :data:`TOLERANCES`.
+
+    Args:
+        expected: The eager output.
+        actual: The compiled output (clone it first with :func:`clone_outputs` if the compiled
+            code may reuse its output buffers, as CUDA graphs do).
+        relaxed: Multiply float tolerances by 10.
+
+    Example:
+        >>> compare_outputs({"y": torch.ones(2)}, {"y": torch.ones(2) + 1e-6}).ok
+        True
+    """
+    walk = _Walk(relaxed)
+    walk.compare(expected, actual, "out")
+    return AccuracyReport(not walk.failure, walk.max_abs, walk.max_rel, walk.failure)
+
+
+def clone_outputs(obj: Any) -> Any:
+    """Return ``obj`` with every tensor leaf detached and cloned, containers rebuilt."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone()
+    if isinstance(obj, MutableMapping):
+        cloned = copy.copy(obj)
+        for key, value in obj.items():
+            # Item assignment also sets the attribute of a ModelOutput.
+            cloned[key] = clone_outputs(value)
+        return cloned
+    if isinstance(obj, list):
+        return type(obj)(clone_outputs(item) for item in obj)
+    if isinstance(obj, tuple):
+        return _rebuild_tuple(obj, [clone_outputs(item) for item in obj])
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {f.name: clone_outputs(getattr(obj, f.name)) for f in _init_fields(obj)}
+        return dataclasses.replace(obj, **changes)
+    return obj
+
+
+def _rebuild_tuple(original: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
+    if type(original) is tuple:
+        return tuple(items)
+    if hasattr(original, "_make"):  # namedtuple
+        return original._make(items)
+    return type(original)(items)  # torch.return_types and other structseqs
+
+
+def _init_fields(obj: Any) -> list[dataclasses.Field[Any]]:
+    return [f for f in dataclasses.fields(obj) if f.init]
+
+
+@dataclasses.dataclass
+class _Tally:
+    bad: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    first_bad: int = -1
+
+
+class _Walk:
+    """Walks two outputs side by side, keeping the worst differences and the first failure."""
+
+    def __init__(self, relaxed: bool) -> None:
+        self.relaxed = relaxed
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.failure = ""
+
+    def fail(self, path: str, message: str) -> None:
+        if not self.failure:
+            self.failure = f"{path}: {message}"
+
+    def compare(self, expected: Any, actual: Any, path: str) -> None:
+        if isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor):
+            self.tensor(expected, actual, path)
+        elif type(expected) is not type(actual):
+            self.fail(path, f"type differs: expected {_type(expected)}, got {_type(actual)}")
+        elif isinstance(expected, Mapping):
+            self.mapping(expected, actual, path)
+        elif isinstance(expected, (list, tuple)):
+            self.sequence(expected, actual, path)
+        elif dataclasses.is_dataclass(expected) and not isinstance(expected, type):
+            for field in dataclasses.fields(expected):
+                name = field.name
+                self.compare(getattr(expected, name), getattr(actual, name), f"{path}.{name}")
+        elif isinstance(expected, (float, complex)):
+            self.scalar(expected, actual, path)
+        elif not _equal(expected, actual):
+            self.fail(path, f"{_type(expected)} differs: expected {expected!r}, got {actual!r}")
+
+    def mapping(self, expected: Mapping[Any, Any], actual: Mapping[Any, Any], path: str) -> None:
+        missing = [key for key in expected if key not in actual]
+        unexpected = [key for key in actual if key not in expected]
+        if missing or unexpected:
+            self.fail(path, f"keys differ: missing {missing}, unexpected {unexpected}")
+        for key, value in expected.items():
+            if key in actual:
+                self.compare(value, actual[key], f"{path}[{_key(key)}]")
+
+    def sequence(self, expected: Any, actual: Any, path: str) -> None:
+        if len(expected) != len(actual):
+            message = f"expected {len(expected)}, got {len(actual)}"
+            self.fail(path, f"length of {_type(expected)} differs: {message}")
+            return
+        for index, (left, right) in enumerate(zip(expected, actual, strict=True)):
+            self.compare(left, right, f"{path}[{index}]")
+
+    def scalar(self, expected: float | complex, actual: float | complex, path: str) -> None:
+        rtol, atol = tolerance_for(torch.float32, relaxed=self.relaxed)
+        dtype = torch.complex128 if isinstance(expected, complex) else torch.float64
+        pair = torch.tensor([expected], dtype=dtype), torch.tensor([actual], dtype=dtype)
+        tally = _tally(*pair, rtol, atol)
+        self.record(tally)
+        if tally.bad:
+            self.fail(
+                path,
+                f"{_type(expected)} outside tolerance (rtol={rtol:.3g}, atol={atol:.3g}): "
+                f"abs diff {tally.max_abs:.3g}, rel diff {tally.max_rel:.3g}; "
+                f"expected {expected!r}, got {actual!r}",
+            )
+
+    def tensor(self, expected: torch.Tensor, actual: torch.Tensor, path: str) -> None:
+        mismatch = _tensor_mismatch(expected, actual)
+        if mismatch:
+            self.fail(path, mismatch)
+            return
+        rtol, atol = tolerance_for(expected.dtype, relaxed=self.relaxed)
+        tally = _tally(expected, actual, rtol, atol)
+        self.record(tally)
+        if tally.bad:
+            self.fail(path, _tensor_failure(expected, actual, tally, rtol, atol))
+
+    def record(self, tally: _Tally) -> None:
+        self.max_abs = max(self.max_abs, tally.max_abs)
+        self.max_rel = max(self.max_rel, tally.max_rel)
+
+
+def _tensor_mismatch(expected: torch.Tensor, actual: torch.Tensor) -> str:
+    for what in ("shape", "dtype", "device"):
+        want, got = getattr(expected, what), getattr(actual, what)
+        if want != got:
+            return f"{what} differs: expected {_show(want)}, got {_show(got)}"
+    return ""
+
+
+def _tally(expected: torch.Tensor, actual: torch.Tensor, rtol: float, atol: float) -> _Tally:
+    """Compare same-shape tensors elementwise, chunk by chunk on CPU."""
+    flat_expected = expected.detach().reshape(-1)
+    flat_actual = actual.detach().reshape(-1)
+    tally = _Tally()
+    for start in range(0, flat_expected.numel(), _CHUNK_ELEMENTS):
+        stop = start + _CHUNK_ELEMENTS
+        chunk = (flat_expected[start:stop].cpu(), flat_actual[start:stop].cpu())
+        _tally_chunk(tally, *chunk, rtol=rtol, atol=atol, offset=start)
+    return tally
+
+
+def _tally_chunk(
+    tally: _Tally,
+    raw_expected: torch.Tensor,
+    raw_actual: torch.Tensor,
+    *,
+    rtol: float,
+    atol: float,
+    offset: int,
+) -> None:
+    wide = torch.complex128 if raw_expected.dtype.is_complex else torch.float64
+    expected, actual = raw_expected.to(wide), raw_actual.to(wide)
+    # Compared in the original dtype: int64 beyond 2**53 is not exact in float64.
+    same = (raw_expected == raw_actual) | (expected.isnan() & actual.isnan())
+    diff = torch.where(same, 0.0, (actual - expected).abs())
+    diff = torch.where(diff.isnan(), math.inf, diff)
+    close = same
+    if raw_expected.dtype.is_floating_point or raw_expected.dtype.is_complex:
+        # Finite expected only: an infinite tolerance would pass any actual value.
+        close = same | (expected.isfinite() & (diff <= atol + rtol * expected.abs()))
+    relative = torch.where(diff == 0, 0.0, diff / expected.abs())
+    relative = torch.where(relative.isnan(), math.inf, relative)
+    bad = ~close
+    tally.bad += int(bad.sum())
+    tally.max_abs = max(tally.max_abs, float(diff.max()))
+    tally.max_rel = max(tally.max_rel, float(relative.max()))
+    if tally.first_bad < 0 and bool(bad.any()):
+        tally.first_bad = offset + int(bad.to(torch.uint8).argmax())
+
+
+def _tensor_failure(
+    expected: torch.Tensor, actual: torch.Tensor, tally: _Tally, rtol: float, atol: float
+) -> str:
+    dtype = str(expected.dtype).removeprefix("torch.")
+    if rtol == 0 and atol == 0:
+        rule = f"{dtype} must match exactly"
+    else:
+        rule = f"{dtype} outside tolerance (rtol={rtol:.3g}, atol={atol:.3g})"
+    flat = tally.first_bad
+    index = [int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape)]
+    want, got = expected.reshape(-1)[flat].item(), actual.reshape(-1)[flat].item()
+    return (
+        f"{rule} at {tally.bad} of {expected.numel()} elements: max abs diff "
+        f"{tally.max_abs:.3g}, max rel diff {tally.max_rel:.3g}; first at {index}: "
+        f"expected {want!r}, got {got!r}"
+    )
+
+
+def _equal(expected: Any, actual: Any) -> bool:
+    try:
+        return bool(expected == actual)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+
+
+def _key(key: object) -> str:
+    return json.dumps(key) if isinstance(key, str) else repr(key)
+
+
+def _type(obj: object) -> str:
+    return type(obj).__name__
+
+
+def _show(value: object) -> str:
+    return str(tuple(value)) if isinstance(value, torch.Size) else str(value)

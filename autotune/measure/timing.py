@@ -1,0 +1,320 @@
+"""Interleaved, paired timing of an eager and a compiled function.
+
+An autotuner is only as good as its measurements. Timing the baseline first and the candidate
+later lets machine drift (clocks, other work, thermal state) pose as a speed-up, so both
+functions are timed in the same rounds, alternating which goes first (ABBA), and the speed-up is
+the median of per-round ratios.
+
+Per device:
+
+| device | clock | one sample lasts at least | before each sample |
+| --- | --- | --- | --- |
+| cpu | ``time.perf_counter`` | 2 ms (timer resolution, Python overhead) | nothing |
+| cuda | CUDA events on the current stream | 1 ms (launch jitter) | L2 flushed, not timed |
+
+Python's cyclic garbage collector is paused while samples are taken, as ``timeit`` does, so that
+a collection does not land in one sample.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import torch
+
+from autotune.measure._device import resolve, synchronize
+
+T = TypeVar("T")
+Fn = Callable[[], object]
+
+_MIN_SAMPLE_SECONDS = {"cpu": 2e-3, "cuda": 1e-3}
+# Aim this far above the minimum: sample lengths scatter by ~20% on a busy machine.
+_CALIBRATION_MARGIN = 1.5
+# A calibration sample this many times the minimum is long enough to trust without a repeat.
+_TRUSTED_SAMPLE_FACTOR = 10
+_MAX_CALLS_PER_SAMPLE = 1 << 20
+# As triton.testing.do_bench: a buffer larger than any current GPU's L2 cache.
+_L2_FLUSH_BYTES = 256 * 1024 * 1024
+# The next round may run this much longer than the last one before the deadline counts as near.
+_DEADLINE_MARGIN = 1.5
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Order statistics of timing samples (quartiles interpolated linearly, as numpy's default).
+
+    Example:
+        >>> Stats.from_samples([1.0, 2.0, 3.0, 4.0, 5.0]).iqr
+        2.0
+    """
+
+    median: float
+    q1: float
+    q3: float
+    n: int
+    min: float
+
+    @property
+    def iqr(self) -> float:
+        """The interquartile range ``q3 - q1``, a spread that ignores outliers."""
+        return self.q3 - self.q1
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float]) -> Stats:
+        """Summarize ``samples`` (at least one)."""
+        if not samples:
+            raise ValueError("Stats needs at least one sample, but got none.")
+        ordered = sorted(samples)
+        return cls(
+            median=_quantile(ordered, 0.5),
+            q1=_quantile(ordered, 0.25),
+            q3=_quantile(ordered, 0.75),
+            n=len(ordered),
+            min=ordered[0],
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Result of :func:`interleaved_timing`.
+
+    Attributes:
+        compiled: Seconds per call of the compiled function.
+        eager: Seconds per call of the eager function.
+        ratio: Per-round ``eager / compiled`` ratios: the speed-up over eager, paired by round.
+        calls_per_sample: Calls of each function inside one timed sample.
+        rounds: Timed rounds (each holds one sample of each function).
+    """
+
+    compiled: Stats
+    eager: Stats
+    ratio: Stats
+    calls_per_sample: int
+    rounds: int
+
+
+@dataclass(frozen=True)
+class _Plan:
+    min_rounds: int
+    max_rounds: int
+    target_seconds: float
+    deadline: float | None
+
+
+class _Timer(Protocol):
+    def sample(self, fn: Fn, calls: int) -> float: ...
+
+
+class _CpuTimer:
+    def sample(self, fn: Fn, calls: int) -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return time.perf_counter() - start
+
+
+class _CudaTimer:
+    """Times on the GPU clock with events; ``fn`` must queue its work on the current stream."""
+
+    def __init__(self, device: torch.device) -> None:
+        self._device = device
+        l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
+        size = max(_L2_FLUSH_BYTES, 2 * l2_bytes)
+        self._flush = torch.empty(size, dtype=torch.int8, device=device)
+
+    def sample(self, fn: Fn, calls: int) -> float:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        with torch.cuda.device(self._device):
+            # Queued before `start` on the same stream: the flush ends before timing starts.
+            self._flush.zero_()
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+
+def interleaved_timing(
+    eager_fn: Fn,
+    compiled_fn: Fn,
+    device: str | torch.device,
+    *,
+    warmup: int = 3,
+    min_rounds: int = 10,
+    max_rounds: int = 200,
+    target_seconds: float = 2.0,
+    deadline: float | None = None,
+) -> Timing:
+    """Time ``eager_fn`` against ``compiled_fn`` in interleaved rounds.
+
+    Both are warmed up, then ``calls_per_sample`` is calibrated so that one sample of the faster
+    function outlasts the device's minimum (2 ms on CPU, 1 ms on CUDA). Each round then times
+    one sample of each, alternating which goes first. Rounds stop once ``target_seconds`` of
+    rounds are spent and ``min_rounds`` are done, at ``max_rounds``, or when the next round would
+    likely end past ``deadline``.
+
+    On CUDA, a 256 MB buffer for the L2 flushes is allocated: read peak memory before timing,
+    or reset it after.
+
+    Args:
+        eager_fn: The baseline; takes no arguments (wrap one sweep over the inputs).
+        compiled_fn: The candidate, called the same way.
+        device: ``"cpu"`` or ``"cuda[:N]"``: where the functions run.
+        warmup: Untimed calls of each function first.
+        min_rounds: Rounds to run before ``target_seconds`` may end the timing.
+        max_rounds: Rounds at most.
+        target_seconds: Wall time to spend on rounds (warm-up and calibration not counted).
+        deadline: A ``time.monotonic()`` value that timing must end before, or None.
+
+    Returns:
+        The per-call times of both functions and their per-round ratios.
+
+    Raises:
+        TimeoutError: The deadline passed before one round could be timed.
+    """
+    plan = _Plan(min_rounds, max_rounds, target_seconds, deadline)
+    _check_plan(plan, warmup)
+    resolved = resolve(device)
+    timer: _Timer = _CudaTimer(resolved) if resolved.type == "cuda" else _CpuTimer()
+    fns = (eager_fn, compiled_fn)
+    _warm_up(fns, warmup, resolved, deadline)
+    with _gc_paused():
+        min_sample = _MIN_SAMPLE_SECONDS[resolved.type]
+        calls, round_estimate = _calibrate(timer, fns, min_sample, deadline)
+        pairs = _run_rounds(timer, fns, calls, plan, round_estimate)
+    return Timing(
+        compiled=Stats.from_samples([compiled / calls for _, compiled in pairs]),
+        eager=Stats.from_samples([eager / calls for eager, _ in pairs]),
+        ratio=Stats.from_samples([eager / compiled for eager, compiled in pairs]),
+        calls_per_sample=calls,
+        rounds=len(pairs),
+    )
+
+
+def time_first_call(fn: Callable[[], T], device: str | torch.device) -> tuple[T, float]:
+    """Call ``fn`` once and return its output and wall seconds, device work included.
+
+    The compile time of a trial is the wall time of its first call: tracing, lowering, code
+    generation and the first run.
+    """
+    resolved = resolve(device)
+    synchronize(resolved)
+    start = time.perf_counter()
+    output = fn()
+    synchronize(resolved)
+    return output, time.perf_counter() - start
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _check_plan(plan: _Plan, warmup: int) -> None:
+    if warmup < 0:
+        raise ValueError(f"`warmup >= 0` must hold, but got warmup={warmup}.")
+    if not 1 <= plan.min_rounds <= plan.max_rounds:
+        raise ValueError(
+            "`1 <= min_rounds <= max_rounds` must hold, but got "
+            f"(min_rounds={plan.min_rounds}, max_rounds={plan.max_rounds}); raise max_rounds."
+        )
+    if plan.target_seconds < 0:
+        raise ValueError(f"`target_seconds >= 0` must hold, but got {plan.target_seconds}.")
+
+
+def _check_deadline(deadline: float | None, phase: str) -> None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise _deadline_error(f"the deadline passed during {phase}")
+
+
+def _deadline_error(what: str) -> TimeoutError:
+    return TimeoutError(
+        f"timing must end before its deadline, but {what}, before any round was timed; "
+        "give the trial a larger time budget."
+    )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _warm_up(
+    fns: tuple[Fn, Fn], warmup: int, device: torch.device, deadline: float | None
+) -> None:
+    for _ in range(warmup):
+        for fn in fns:
+            _check_deadline(deadline, "warm-up")
+            fn()
+    synchronize(device)
+
+
+def _calibrate(
+    timer: _Timer, fns: tuple[Fn, Fn], min_sample: float, deadline: float | None
+) -> tuple[int, float]:
+    """Return calls per sample and the seconds one round of that many calls should take."""
+    calls = 1
+    while True:
+        _check_deadline(deadline, "calibration")
+        samples = [_short_sample(timer, fn, calls, min_sample) for fn in fns]
+        shortest = min(samples)
+        if shortest >= min_sample or calls >= _MAX_CALLS_PER_SAMPLE:
+            return calls, sum(samples)
+        growth = min_sample * _CALIBRATION_MARGIN / shortest if shortest > 0 else 100.0
+        calls = min(_MAX_CALLS_PER_SAMPLE, max(2 * calls, math.ceil(calls * growth)))
+
+
+def _short_sample(timer: _Timer, fn: Fn, calls: int, min_sample: float) -> float:
+    # A sample stretched by noise would pass calibration with too few calls: near the
+    # threshold, keep the shorter of two.
+    first = timer.sample(fn, calls)
+    if first >= _TRUSTED_SAMPLE_FACTOR * min_sample:
+        return first
+    return min(first, timer.sample(fn, calls))
+
+
+def _run_rounds(
+    timer: _Timer, fns: tuple[Fn, Fn], calls: int, plan: _Plan, round_estimate: float
+) -> list[tuple[float, float]]:
+    """Return (eager, compiled) seconds per sample, one pair per round."""
+    pairs: list[tuple[float, float]] = []
+    started = time.monotonic()
+    while len(pairs) < plan.max_rounds:
+        now = time.monotonic()
+        if len(pairs) >= plan.min_rounds and now - started >= plan.target_seconds:
+            break
+        if plan.deadline is not None and now + _DEADLINE_MARGIN * round_estimate > plan.deadline:
+            if not pairs:
+                raise _deadline_error(f"one round (~{round_estimate:.3g} s) would end past it")
+            break
+        pairs.append(_one_round(timer, fns, calls, eager_first=len(pairs) % 2 == 0))
+        round_estimate = time.monotonic() - now
+    return pairs
+
+
+def _one_round(
+    timer: _Timer, fns: tuple[Fn, Fn], calls: int, *, eager_first: bool
+) -> tuple[float, float]:
+    eager_fn, compiled_fn = fns
+    if eager_first:
+        eager = timer.sample(eager_fn, calls)
+        return eager, timer.sample(compiled_fn, calls)
+    compiled = timer.sample(compiled_fn, calls)
+    return timer.sample(eager_fn, calls), compiled

@@ -1,0 +1,62 @@
+"""Plain-text lines for the terminal: one per finished trial, and the closing summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from autotune.records import TrialRecord
+from autotune.runtime.config import BestConfig
+
+_BRIEF_WIDTH = 58
+
+
+def trial_line(r: TrialRecord) -> str:
+    """``#  7 inductor max-autotune… ok  compile 9.8s  0.412ms ±0.010  1.31x eager  1.05x def``"""
+    label = f"[{r.baseline}] " if r.baseline else ""
+    brief = _clip(label + r.brief, _BRIEF_WIDTH)
+    head = f"#{r.trial_number:>3} {brief:<{_BRIEF_WIDTH}}"
+    reused = f"  (same config as #{r.duplicate_of}: reused)" if r.duplicate_of is not None else ""
+    if r.status != "ok":
+        return f"{head} {r.failure_kind:<13} {_clip(r.error or '', 100)}{reused}"
+    compile_s = f"compile {r.compile_time_s:6.1f}s" if r.compile_time_s is not None else " " * 14
+    latency = f"{_ms(r.latency_median_s)} ±{_ms(r.latency_iqr_s, 3)}"
+    default = f"  {r.speedup_vs_default:5.2f}x default" if r.speedup_vs_default else ""
+    return (
+        f"{head} {'ok':<13} {compile_s}  {latency}  {r.speedup_vs_eager or 0:5.2f}x eager"
+        f"{default}{reused}"
+    )
+
+
+def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
+    """What was decided, why, and where the file is."""
+    kinds = Counter(r.failure_kind or "ok" for r in records if r.duplicate_of is None)
+    counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+    lines = [f"{len(records)} trials ({counts})."]
+    if best.decision == "compile" and best.config is not None:
+        m = best.metrics
+        lines.append(f"Best: trial {best.source.get('trial')}: {best.config.brief()}")
+        lines.append(
+            f"      {_ms(m.get('latency_s'))} vs eager {_ms(m.get('eager_latency_s'))}: "
+            f"{_x(m.get('speedup_vs_eager'))} eager, {_x(m.get('speedup_vs_default'))} default "
+            f"torch.compile, compile {m.get('compile_time_s') or 0:.1f}s"
+        )
+    else:
+        lines.append("Decision: do not compile.")
+    lines.append(f"Why: {best.reason}.")
+    lines.append(f"Wrote {out} (apply it with autotune.apply(model, {out!r})).")
+    return "\n".join(lines)
+
+
+def _ms(seconds: float | None, digits: int = 4) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e3:.{digits}g}ms"
+
+
+def _x(value: float | int | None) -> str:
+    return f"{value:.2f}x" if value else "-"
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,198 @@
+"""Schema rules for config files: each function returns every problem as a "key.path: ..." line.
+
+Standard library only; the dataclasses in :mod:`autotune.runtime.config` turn the lines into
+one :class:`~autotune.runtime.config.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+COMPILE_KEYS = ("backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "scope")
+BEST_REQUIRED = ("schema_version", "autotune_version", "decision", "reason", "config")
+BEST_OPTIONAL = ("config_hash", "metrics", "environment", "model", "workload", "source")
+BEST_KEYS = (*BEST_REQUIRED, *BEST_OPTIONAL, "created_at")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def expect(where: str, value: Any, expected: str) -> str:
+    return f"{where}: expected {expected}, got {_show(value)}"
+
+
+def _key_problems(
+    d: Mapping[str, Any], known: Sequence[str], where: str, required: Sequence[str] = ()
+) -> list[str]:
+    problems = []
+    for key in d:
+        if key not in known:
+            near = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; known keys: {', '.join(known)}"
+            problems.append(f"{where}: unknown key {key!r}{hint}")
+    problems += [f"{where}: missing required key {k!r}" for k in required if k not in d]
+    return problems
+
+
+def _is_json_value(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (str, int, bool)) or value is None:
+        return True
+    return isinstance(value, (list, tuple)) and all(_is_json_value(v) for v in value)
+
+
+def _json_dict_problems(value: Any, where: str, values: str = "scalar") -> list[str]:
+    if not isinstance(value, dict):
+        return [expect(where, value, "an object (dict)")]
+    problems = [f"{where}: keys must be strings, got {k!r}" for k in value if type(k) is not str]
+    for key, item in value.items():
+        ok = _is_json_value(item) if values == "scalar" else _is_json_tree(item)
+        if not ok:
+            kind = "a JSON scalar or a list of them" if values == "scalar" else "a JSON value"
+            problems.append(expect(f"{where}.{key}", item, f"{kind} (finite numbers)"))
+    return problems
+
+
+def _is_json_tree(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json_tree(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_is_json_tree(v) for v in value)
+    return _is_json_value(value)
+
+
+def compile_problems(d: Any, where: str) -> list[str]:
+    """Problems of a compile config's JSON form (``scope`` as a dict)."""
+    if not isinstance(d, Mapping):
+        return [expect(where, d, "an object (dict) with keys " + ", ".join(COMPILE_KEYS))]
+    problems = _key_problems(d, COMPILE_KEYS, where)
+    for key in ("backend", "mode"):
+        if key in d and not (isinstance(d[key], str) and d[key]):
+            problems.append(expect(f"{where}.{key}", d[key], "a non-empty string"))
+    if "dynamic" in d and not (d["dynamic"] is None or isinstance(d["dynamic"], bool)):
+        problems.append(expect(f"{where}.dynamic", d["dynamic"], "true, false or null"))
+    if "fullgraph" in d and not isinstance(d["fullgraph"], bool):
+        problems.append(expect(f"{where}.fullgraph", d["fullgraph"], "true or false"))
+    for key in ("options", "dynamo"):
+        if key in d:
+            problems += _json_dict_problems(d[key], f"{where}.{key}")
+    if "scope" in d:
+        problems += scope_problems(d["scope"], f"{where}.scope")
+    return problems
+
+
+def scope_problems(d: Any, where: str) -> list[str]:
+    """Problems of a scope's JSON form, consistency of its paths included."""
+    if not isinstance(d, Mapping):
+        return [expect(where, d, 'an object like {"compile": [""], "disable": []}')]
+    problems = _key_problems(d, ("compile", "disable"), where)
+    paths: dict[str, list[str]] = {}
+    for key in ("compile", "disable"):
+        value = d.get(key, [""] if key == "compile" else [])
+        if not isinstance(value, (list, tuple)):
+            problems.append(expect(f"{where}.{key}", value, "a list of dotted module paths"))
+            continue
+        paths[key] = [p for p in value if _is_module_path(p, allow_root=key == "compile")]
+        for i, path in enumerate(value):
+            if not _is_module_path(path, allow_root=key == "compile"):
+                rule = 'a dotted module path like "layers.0"' + (
+                    ' or "" (the whole model)' if key == "compile" else ""
+                )
+                problems.append(expect(f"{where}.{key}[{i}]", path, rule))
+    if "compile" in paths and "disable" in paths:
+        problems += _scope_consistency(paths["compile"], paths["disable"], where)
+    return problems
+
+
+def _is_module_path(path: Any, allow_root: bool) -> bool:
+    if not isinstance(path, str):
+        return False
+    if path == "":
+        return allow_root
+    return all(part and part == part.strip() and " " not in part for part in path.split("."))
+
+
+def _within(path: str, ancestor: str) -> bool:
+    return ancestor == "" or path == ancestor or path.startswith(ancestor + ".")
+
+
+def _scope_consistency(compile: list[str], disable: list[str], where: str) -> list[str]:
+    problems = []
+    if not compile:
+        problems.append(f'{where}.compile: must name at least one path ("" = the whole model)')
+    for key, paths in (("compile", compile), ("disable", disable)):
+        dups = sorted({p for p in paths if paths.count(p) > 1})
+        problems += [f"{where}.{key}: path {p!r} is listed twice" for p in dups]
+    pairs = [(a, b) for i, a in enumerate(compile) for b in compile[i + 1 :] if a != b]
+    for a, b in pairs:
+        if _within(a, b) or _within(b, a):
+            outer, inner = (b, a) if _within(a, b) else (a, b)
+            shown = repr(outer) if outer else "'' (the whole model)"
+            problems.append(
+                f"{where}.compile: paths must not nest, but {shown} contains {inner!r}; "
+                "keep only one of them"
+            )
+    for off in disable:
+        for on in compile:
+            if on and _within(on, off):
+                problems.append(
+                    f"{where}: disable path {off!r} contains compile path {on!r}; "
+                    "a disabled module cannot hold a compiled one"
+                )
+    return problems
+
+
+def best_problems(d: Any, where: str, schema_version: int) -> list[str]:
+    """Problems of a best config's JSON form, except its decision, config and hash."""
+    if not isinstance(d, Mapping):
+        return [expect(where, d, "a JSON object")]
+    problems = _key_problems(d, BEST_KEYS, where, required=BEST_REQUIRED)
+    version = d.get("schema_version", schema_version)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        problems.append(expect("schema_version", version, "a positive integer"))
+    elif version > schema_version:
+        problems.append(
+            f"schema_version: the file has version {version}, newer than the {schema_version} "
+            "this autotune reads; upgrade autotune"
+        )
+    for key in ("autotune_version", "reason"):
+        if key in d and not isinstance(d[key], str):
+            problems.append(expect(key, d[key], "a string"))
+    if "created_at" in d:
+        problems += _created_at_problems(d["created_at"])
+    problems += _metrics_problems(d.get("metrics", {}))
+    for key in ("environment", "model", "workload", "source"):
+        problems += _json_dict_problems(d.get(key, {}), key, values="tree")
+    return problems
+
+
+def _created_at_problems(value: Any) -> list[str]:
+    try:
+        datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, TypeError, ValueError):
+        return [expect("created_at", value, 'an ISO 8601 time like "2026-01-31T12:00:00+00:00"')]
+    return []
+
+
+def _metrics_problems(value: Any) -> list[str]:
+    if not isinstance(value, dict):
+        return [expect("metrics", value, "an object of numbers")]
+    return [
+        expect(f"metrics.{k}", v, "a finite number or null")
+        for k, v in value.items()
+        if not (v is None or _is_number(v))
+    ]
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value)

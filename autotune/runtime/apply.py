@@ -1,0 +1,298 @@
+"""Apply a config to a model: the one code path shared by search trials and production."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import itertools
+import os
+import types
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import torch
+import torch._dynamo
+from torch._dynamo.exc import InvalidBackend
+
+from autotune.runtime.config import (
+    BestConfig,
+    CompileConfig,
+    ConfigError,
+    EnvironmentMismatchWarning,
+    ScopeError,
+    load,
+)
+from autotune.runtime.fingerprint import (
+    environment_fingerprint,
+    environment_mismatches,
+    model_fingerprint,
+)
+
+__all__ = ["apply", "compile_module", "load"]
+
+# (config identity, mismatch line) pairs already warned about in this process.
+_WARNED: set[tuple[str, str]] = set()
+
+
+def apply(
+    model: torch.nn.Module,
+    config: str | os.PathLike[str] | BestConfig | CompileConfig | Mapping[str, Any],
+    *,
+    check_environment: bool = True,
+) -> torch.nn.Module:
+    """Compiles ``model`` the way the search's winning trial did.
+
+    Args:
+        model: The eager model, already on its device. With a regional scope its children are
+            replaced in place by compiled ones, so keep no other references to them.
+        config: A best-config file path, a :class:`BestConfig`, a :class:`CompileConfig`, or
+            the JSON form of either (a dict with ``schema_version`` is a best config).
+        check_environment: Compare the file's environment and model fingerprints with this
+            process and model, and warn once (:class:`EnvironmentMismatchWarning`) per
+            difference. The config is applied either way.
+
+    Returns:
+        ``model`` itself for a ``do_not_compile`` decision or a regional scope; an
+        ``OptimizedModule`` wrapping it when the whole model is compiled.
+
+    Raises:
+        ConfigError: The file or config is invalid, or names knobs the installed torch lacks.
+        ScopeError: The scope names module paths the model does not have.
+
+    Example:
+        >>> import torch, autotune
+        >>> model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+        >>> fast = autotune.apply(model, {"backend": "eager", "dynamic": False})
+        >>> fast(torch.randn(2, 8)).shape
+        torch.Size([2, 8])
+    """
+    best, compile_config = _resolve(config)
+    if best is not None and check_environment:
+        _warn_on_mismatch(model, best)
+    if compile_config is None:
+        return model
+    return compile_module(model, compile_config)
+
+
+def compile_module(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
+    """Compiles ``model`` according to ``config`` (no fingerprint checks).
+
+    Disabled paths are replaced in their parents by ``torch.compiler.disable`` wrappers first;
+    then the root is wrapped by ``torch.compile``, or each compile path is replaced in its
+    parent by a compiled module (``Module.compile()`` would silently skip built-in modules).
+
+    Raises:
+        ConfigError: Options or Dynamo settings the installed torch does not have.
+        ScopeError: Module paths the model does not have; the model is left untouched.
+    """
+    _raise_for_torch(config)
+    scope = config.scope
+    _raise_for_paths(model, [p for p in scope.compile if p] + list(scope.disable))
+    for path in scope.disable:
+        _replace(model, path, torch.compiler.disable(_child(model, path)))
+    if scope.compile == ("",):
+        return _compile_one(model, config)
+    for path in scope.compile:
+        _replace(model, path, _compile_one(_child(model, path), config))
+    return model
+
+
+def _resolve(config: Any) -> tuple[BestConfig | None, CompileConfig | None]:
+    if isinstance(config, (str, os.PathLike)):
+        config = load(config)
+    elif isinstance(config, Mapping):
+        if "schema_version" in config:
+            config = BestConfig.from_dict(dict(config))
+        else:
+            config = CompileConfig.from_dict(dict(config))
+    if isinstance(config, BestConfig):
+        return config, config.config
+    if isinstance(config, CompileConfig):
+        return None, config
+    raise TypeError(
+        "config must be a path, BestConfig, CompileConfig or dict, "
+        f"but got {type(config).__name__}"
+    )
+
+
+def _compile_one(module: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
+    compiled = cast(torch.nn.Module, torch.compile(module, **config.compile_kwargs()))
+    if config.dynamo:
+        _patch_around_calls(compiled, config.dynamo)
+    return compiled
+
+
+def _patch_around_calls(compiled: torch.nn.Module, settings: dict[str, Any]) -> None:
+    # Dynamo reads its config while it compiles, i.e. during the call: patching the instance
+    # `forward` (which OptimizedModule sets to the dynamo-wrapped callable) covers every
+    # compile and recompile of this region, and nothing else.
+    inner: Callable[..., Any] = compiled.forward
+
+    @functools.wraps(inner)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with torch._dynamo.config.patch(**settings):
+            return inner(*args, **kwargs)
+
+    compiled.__dict__["forward"] = forward
+
+
+def _raise_for_torch(config: CompileConfig) -> None:
+    problems = _backend_problems(config.backend)
+    if config.backend == "inductor" and config.options:
+        import torch._inductor.config as inductor_config
+
+        known = set(torch._inductor.list_options())
+        problems += _knob_problems(config.options, known, inductor_config, "options")
+    if config.dynamo:
+        known = set(getattr(torch._dynamo.config, "_config", None) or {})
+        known |= set(torch._dynamo.config.get_config_copy())
+        problems += _knob_problems(config.dynamo, known, torch._dynamo.config, "dynamo")
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(
+            f"config {config.config_hash()} does not fit the installed torch "
+            f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
+            "these keys from the config."
+        )
+
+
+def _backend_problems(backend: str) -> list[str]:
+    from torch._dynamo.backends.registry import lookup_backend
+
+    try:
+        lookup_backend(backend)
+    except InvalidBackend:
+        return [f"backend: {backend!r} is not a registered torch.compile backend"]
+    return []
+
+
+def _knob_problems(
+    settings: dict[str, Any], known: set[str], module: types.ModuleType, where: str
+) -> list[str]:
+    problems = []
+    for key, value in sorted(settings.items()):
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            problems.append(f"{where}.{key}: unknown to torch {torch.__version__}{hint}")
+            continue
+        expected = _declared_type(module, key)
+        if expected is not None and _fits(value, expected) is False:
+            problems.append(f"{where}.{key}: expected {_type_name(expected)}, got {value!r}")
+    return problems
+
+
+def _declared_type(module: types.ModuleType, key: str) -> Any:
+    get_type = getattr(module, "get_type", None)
+    try:
+        return get_type(key) if get_type is not None else None
+    except (AttributeError, KeyError):
+        return None
+
+
+def _type_name(expected: Any) -> str:
+    if isinstance(expected, type):
+        return expected.__name__
+    return str(expected).replace("typing.", "")
+
+
+def _fits(value: Any, expected: Any) -> bool | None:
+    """Whether ``value`` has the declared type; ``None`` when the type is too rich to tell."""
+    args = getattr(expected, "__args__", ())
+    origin = getattr(expected, "__origin__", None)
+    if isinstance(expected, types.UnionType) or str(origin) == "typing.Union":
+        verdicts = [_fits(value, arg) for arg in args]
+        return True if True in verdicts else (None if None in verdicts else False)
+    if str(origin) == "typing.Literal":
+        return value in args
+    if expected is type(None):
+        return value is None
+    if expected is bool:
+        return isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is str:
+        return isinstance(value, str)
+    return None
+
+
+def _child(model: torch.nn.Module, path: str) -> torch.nn.Module:
+    module = model
+    for part in path.split("."):
+        # Look through wrappers this function put in place earlier (e.g. a disabled parent).
+        while part not in module._modules and "_orig_mod" in module._modules:
+            module = cast(torch.nn.Module, module._modules["_orig_mod"])
+        module = cast(torch.nn.Module, module._modules[part])
+    return module
+
+
+def _replace(model: torch.nn.Module, path: str, new: torch.nn.Module) -> None:
+    # `_modules` is where attributes, ModuleList/Sequential indices and ModuleDict keys all
+    # live, so one assignment covers every kind of parent.
+    parent_path, _, name = path.rpartition(".")
+    parent = _child(model, parent_path) if parent_path else model
+    while name not in parent._modules and "_orig_mod" in parent._modules:
+        parent = cast(torch.nn.Module, parent._modules["_orig_mod"])
+    parent._modules[name] = new
+
+
+def _raise_for_paths(model: torch.nn.Module, paths: list[str]) -> None:
+    existing = [name for name, _ in model.named_modules() if name]
+    missing = [p for p in paths if not _has_path(model, p)]
+    if not missing:
+        return
+    lines = []
+    for path in missing:
+        near = difflib.get_close_matches(path, existing, n=3, cutoff=0.5)
+        near = near or [name for name in existing if "." not in name][:5]
+        lines.append(f"  - {path!r}: nearest existing paths: {', '.join(map(repr, near))}")
+    raise ScopeError(
+        f"the config's scope names module paths that {type(model).__qualname__} does not "
+        "have:\n" + "\n".join(lines) + "\nThe config was likely tuned for a different model "
+        "(or another version of it): re-run the search for this model, or fix `scope`."
+    )
+
+
+def _has_path(model: torch.nn.Module, path: str) -> bool:
+    try:
+        _child(model, path)
+    except KeyError:
+        return False
+    return True
+
+
+def _warn_on_mismatch(model: torch.nn.Module, best: BestConfig) -> None:
+    lines = []
+    if best.environment:
+        actual = environment_fingerprint(_model_device(model))
+        lines += environment_mismatches(best.environment, actual)
+    expected_sha = best.model.get("sha256")
+    if expected_sha:
+        actual_model = model_fingerprint(model)
+        if actual_model["sha256"] != expected_sha:
+            lines.append(
+                f"model: tuned on structure {expected_sha} ({best.model.get('root_class')}), "
+                f"applied to {actual_model['sha256']} ({actual_model['root_class']}): module "
+                "paths, classes or tensor shapes differ"
+            )
+    identity = best.config_hash or f"do_not_compile@{best.created_at}"
+    new = [line for line in lines if (identity, line) not in _WARNED]
+    if not new:
+        return
+    _WARNED.update((identity, line) for line in new)
+    details = "\n".join(f"  - {line}" for line in new)
+    warnings.warn(
+        EnvironmentMismatchWarning(
+            f"best config {identity} was tuned elsewhere; it is applied anyway, but its "
+            f"measured speedup may not hold here (re-run the search to be sure):\n{details}"
+        ),
+        stacklevel=3,
+    )
+
+
+def _model_device(model: torch.nn.Module) -> str:
+    tensor = next(itertools.chain(model.parameters(), model.buffers()), None)
+    return "cpu" if tensor is None else str(tensor.device)

@@ -1,0 +1,365 @@
+"""The best-config file: schema, strict validation, canonical hashing. Standard library only."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autotune.runtime._validate import best_problems, compile_problems, expect, scope_problems
+
+SCHEMA_VERSION = 1
+DECISIONS = ("compile", "do_not_compile")
+
+# What each torch.compile mode expands to (torch._inductor.list_mode_options); only used to keep
+# `brief()` short, never to compile.
+_MODE_PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "reduce-overhead": {"triton.cudagraphs": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True, "coordinate_descent_tuning": True},
+    "max-autotune": {
+        "max_autotune": True,
+        "coordinate_descent_tuning": True,
+        "triton.cudagraphs": True,
+    },
+}
+
+
+class ConfigError(ValueError):
+    """A config (file, dict or object) breaks the schema; the message lists every problem."""
+
+
+class ScopeError(ConfigError):
+    """A config's scope names module paths that the model does not have."""
+
+
+class EnvironmentMismatchWarning(UserWarning):
+    """A config is applied in an environment, or to a model, other than the one it was tuned on."""
+
+
+def load(path: str | os.PathLike[str]) -> BestConfig:
+    """Reads and validates a best-config file (see :meth:`BestConfig.load`).
+
+    Example:
+        >>> best = autotune.load("best_config.json")  # doctest: +SKIP
+        >>> print(best.decision, best.config.brief() if best.config else "")  # doctest: +SKIP
+    """
+    return BestConfig.load(path)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which parts of the model are compiled.
+
+    Attributes:
+        compile: Dotted module paths compiled separately; ``("",)`` compiles the whole model.
+        disable: Dotted module paths kept eager inside the compiled region(s).
+    """
+
+    compile: tuple[str, ...] = ("",)
+    disable: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        raw = {"compile": self.compile, "disable": self.disable}
+        _raise_if(scope_problems(raw, "Scope"), "invalid Scope")
+        object.__setattr__(self, "compile", tuple(self.compile))
+        object.__setattr__(self, "disable", tuple(self.disable))
+
+    @property
+    def kind(self) -> str:
+        """``whole``, ``whole+disable``, ``regional`` or ``regional+disable``."""
+        base = "whole" if self.compile == ("",) else "regional"
+        return f"{base}+disable" if self.disable else base
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``{"compile": [...], "disable": [...]}``."""
+        return {"compile": list(self.compile), "disable": list(self.disable)}
+
+
+@dataclass(frozen=True)
+class CompileConfig:
+    """One torch.compile configuration, exactly as a trial ran it.
+
+    Attributes:
+        backend: ``torch.compile`` backend name.
+        mode: The preset ``options`` were expanded from; informational, never passed on.
+        dynamic: ``torch.compile(dynamic=...)``; ``None`` is torch's own default.
+        fullgraph: ``torch.compile(fullgraph=...)``.
+        options: Resolved Inductor options (mode preset included), passed as ``options=``.
+        dynamo: ``torch._dynamo.config`` settings patched around every call of a compiled region.
+        scope: Which modules are compiled and which are kept eager.
+    """
+
+    backend: str = "inductor"
+    mode: str = "default"
+    dynamic: bool | None = None
+    fullgraph: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    dynamo: dict[str, Any] = field(default_factory=dict)
+    scope: Scope = field(default_factory=Scope)
+
+    def __post_init__(self) -> None:
+        raw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if isinstance(self.scope, Scope):
+            raw["scope"] = self.scope.to_dict()
+        _raise_if(compile_problems(raw, "CompileConfig"), "invalid CompileConfig")
+        object.__setattr__(self, "options", _json_copy(self.options))
+        object.__setattr__(self, "dynamo", _json_copy(self.dynamo))
+        if isinstance(self.scope, Mapping):
+            object.__setattr__(self, "scope", _build_scope(self.scope))
+
+    def __hash__(self) -> int:
+        return hash(self.config_hash())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, keys in a stable order (options and dynamo sorted)."""
+        return {
+            "backend": self.backend,
+            "mode": self.mode,
+            "dynamic": self.dynamic,
+            "fullgraph": self.fullgraph,
+            "options": {k: _json_copy(self.options[k]) for k in sorted(self.options)},
+            "dynamo": {k: _json_copy(self.dynamo[k]) for k in sorted(self.dynamo)},
+            "scope": self.scope.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "config") -> CompileConfig:
+        """Builds a config from its JSON form; missing keys take their defaults.
+
+        Raises:
+            ConfigError: Listing every unknown key, wrong type and bad value at once.
+        """
+        _raise_if(compile_problems(d, where), f"invalid compile config ({where})")
+        return _build_compile(d)
+
+    def config_hash(self) -> str:
+        """First 16 hex digits of the sha256 of the canonical JSON of :meth:`to_dict`."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def brief(self) -> str:
+        """One short human line, e.g. ``inductor max-autotune dyn=False fg=False freezing=1``."""
+        parts = [self.backend]
+        if self.backend == "inductor":
+            parts.append(self.mode)
+        parts += [f"dyn={self.dynamic}", f"fg={self.fullgraph}"]
+        preset = _MODE_PRESETS.get(self.mode, {})
+        extra = {k: v for k, v in self.options.items() if k not in preset or preset[k] != v}
+        parts += [f"{k}={_brief_value(v)}" for k, v in sorted(extra.items())]
+        parts += [f"dynamo.{k}={_brief_value(v)}" for k, v in sorted(self.dynamo.items())]
+        if self.scope.kind != "whole":
+            parts.append(f"scope={_brief_paths(self.scope.compile)}")
+        if self.scope.disable:
+            parts.append(f"eager={_brief_paths(self.scope.disable)}")
+        return " ".join(parts)
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``torch.compile``; never ``mode`` (options already hold it)."""
+        kwargs: dict[str, Any] = {
+            "backend": self.backend,
+            "dynamic": self.dynamic,
+            "fullgraph": self.fullgraph,
+        }
+        if self.backend == "inductor" and self.options:
+            # A fresh copy: torch.compile pops keys out of the dict it is given.
+            kwargs["options"] = _json_copy(self.options)
+        return kwargs
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _autotune_version() -> str:
+    from autotune import __version__
+
+    return __version__
+
+
+@dataclass
+class BestConfig:
+    """The best-config file: the decision, the winning config, and where it was measured.
+
+    Attributes:
+        decision: ``"compile"`` or ``"do_not_compile"`` (eager won).
+        reason: One human sentence explaining the decision.
+        config: The winning config; ``None`` exactly when the decision is ``do_not_compile``.
+        config_hash: ``config.config_hash()``; filled in when left ``None``.
+        metrics: Free-form numbers (``latency_s``, ``speedup_vs_eager``, ...).
+        environment: The environment fingerprint the search ran in.
+        model: The model fingerprint (``sha256``, ``parameters``, ``root_class``, ...).
+        workload: What was measured (``kind``, ``device``, ``shapes``, ...).
+        source: Where the result comes from (study, trial, storage).
+        created_at: ISO 8601 UTC timestamp.
+        schema_version: Version of this file format.
+        autotune_version: Version of autotune that wrote the file.
+    """
+
+    decision: str
+    reason: str
+    config: CompileConfig | None = None
+    config_hash: str | None = None
+    metrics: dict[str, float | int | None] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    workload: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=_utc_now)
+    schema_version: int = SCHEMA_VERSION
+    autotune_version: str = field(default_factory=_autotune_version)
+
+    def __post_init__(self) -> None:
+        if self.config is not None and self.config_hash is None:
+            self.config_hash = self.config.config_hash()
+        _raise_if(_all_best_problems(self._raw(), "BestConfig"), "invalid BestConfig")
+
+    def _raw(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, ``schema_version`` first."""
+        raw = self._raw()
+        raw["config"] = None if self.config is None else self.config.to_dict()
+        order = ["schema_version", "autotune_version", "decision", "reason", "config_hash"]
+        order += ["config", "metrics", "environment", "model", "workload", "source", "created_at"]
+        return {key: _json_copy(raw[key]) for key in order}
+
+    def to_json(self) -> str:
+        """Human-readable, diffable JSON (indent 2, trailing newline)."""
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: Any, source: str = "<dict>") -> BestConfig:
+        """Builds a best config from its JSON form, checking everything, executing nothing.
+
+        Raises:
+            ConfigError: Naming ``source`` and listing every problem (unknown keys, wrong
+                types, a newer ``schema_version``, a ``config_hash`` that does not match).
+        """
+        _raise_if(_all_best_problems(d, "best config"), f"invalid best-config {source}")
+        config = None if d["config"] is None else _build_compile(d["config"])
+        fields = {k: v for k, v in d.items() if k != "config"}
+        return cls(config=config, **_json_copy(fields))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> BestConfig:
+        """Reads and validates a best-config JSON file.
+
+        Raises:
+            ConfigError: The file is missing, unreadable, not JSON, or breaks the schema.
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(
+                f"best-config file {os.fspath(path)!r} does not exist; pass the path that "
+                "`autotune search` wrote (best_config.json by default)"
+            ) from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"cannot read best-config file {os.fspath(path)!r}: {e}") from e
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(
+                f"best-config file {os.fspath(path)!r} is not valid JSON: {e.msg} at line "
+                f"{e.lineno}, column {e.colno}"
+            ) from None
+        return cls.from_dict(data, source=repr(os.fspath(path)))
+
+    def dump(self, path: str | os.PathLike[str]) -> None:
+        """Writes :meth:`to_json` atomically (a temporary file in the same folder, then rename)."""
+        target = Path(path)
+        text = self.to_json()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+# --- validation (the rules themselves live in _validate) ---
+
+
+def _raise_if(problems: list[str], title: str) -> None:
+    if problems:
+        count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{title}: {count}:\n{lines}")
+
+
+def _all_best_problems(d: Any, where: str) -> list[str]:
+    problems = best_problems(d, where, SCHEMA_VERSION)
+    return problems + (_decision_problems(d) if isinstance(d, Mapping) else [])
+
+
+def _decision_problems(d: Mapping[str, Any]) -> list[str]:
+    decision, config, digest = d.get("decision"), d.get("config"), d.get("config_hash")
+    if decision not in DECISIONS:
+        return [expect("decision", decision, " or ".join(repr(x) for x in DECISIONS))]
+    if decision == "do_not_compile":
+        problems = [] if config is None else [expect("config", config, "null (do_not_compile)")]
+        return problems + ([] if digest is None else [expect("config_hash", digest, "null")])
+    if "config" not in d:
+        return []
+    if config is None:
+        return ["config: a 'compile' decision needs a config, got null"]
+    if not isinstance(config, CompileConfig):
+        problems = compile_problems(config, "config")
+        if problems:
+            return problems
+        config = _build_compile(config)
+    actual = config.config_hash()
+    if digest != actual:
+        return [
+            f"config_hash: the file says {digest!r} but the config hashes to {actual!r}; the "
+            f"config was edited after the search: restore it, or set config_hash to {actual!r}"
+        ]
+    return []
+
+
+def _build_compile(d: Mapping[str, Any]) -> CompileConfig:
+    kwargs = {k: _json_copy(v) for k, v in d.items() if k != "scope"}
+    if "scope" in d:
+        kwargs["scope"] = _build_scope(d["scope"])
+    return CompileConfig(**kwargs)
+
+
+def _build_scope(d: Mapping[str, Any] | Scope) -> Scope:
+    if isinstance(d, Scope):
+        return d
+    return Scope(tuple(d.get("compile", ("",))), tuple(d.get("disable", ())))
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_copy(v) for v in value]
+    return value
+
+
+def _brief_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, list):
+        return ",".join(_brief_value(v) for v in value)
+    return str(value)
+
+
+def _brief_paths(paths: tuple[str, ...]) -> str:
+    shown = ",".join(p or "<root>" for p in paths[:3])
+    return shown + (f",+{len(paths) - 3}" if len(paths) > 3 else "")

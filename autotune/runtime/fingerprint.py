@@ -1,0 +1,116 @@
+"""Fingerprints of the environment and of a model's structure, to tell when a config travels."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_COMPARED_KEYS = ("torch", "triton", "cuda", "device_name")
+
+
+def environment_fingerprint(device: str) -> dict[str, Any]:
+    """What the measured speed of a config depends on, besides the model.
+
+    Args:
+        device: ``"cpu"`` or a CUDA device such as ``"cuda:0"``; a CUDA device is queried
+            for its name (which initializes CUDA), a CPU device is not.
+
+    Returns:
+        JSON-able dict: host, python, platform, torch, triton, cuda, driver, device,
+        device_name, cpu_model, cpu_count.
+    """
+    cpu_model = _cpu_model()
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        device_name = torch.cuda.get_device_name(dev.index or 0)
+    else:
+        device_name = cpu_model
+    return {
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "triton": _triton_version(),
+        "cuda": torch.version.cuda,
+        "driver": _nvidia_driver(),
+        "device": str(dev),
+        "device_name": device_name,
+        "cpu_model": cpu_model,
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def model_fingerprint(model: torch.nn.Module) -> dict[str, Any]:
+    """Hash of a model's structure: module paths and classes, tensor names, shapes, dtypes.
+
+    Values are not hashed, so retrained weights keep the fingerprint. Classes are hashed by
+    qualified name only, so the model file may be imported under another module name.
+
+    Returns:
+        ``{"sha256": 16 hex digits, "parameters": count, "root_class": qualified name}``.
+    """
+    digest = hashlib.sha256()
+    for path, module in model.named_modules():
+        digest.update(f"M|{path}|{type(module).__qualname__}\n".encode())
+    tensors = [*model.named_parameters(), *model.named_buffers()]
+    for name, tensor in tensors:
+        digest.update(f"T|{name}|{tuple(tensor.shape)}|{tensor.dtype}\n".encode())
+    return {
+        "sha256": digest.hexdigest()[:16],
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "root_class": type(model).__qualname__,
+    }
+
+
+def environment_mismatches(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
+    """Human lines for the keys that matter (torch, triton, cuda, device_name) that differ.
+
+    Keys missing from ``expected`` are not compared (an older file may lack them).
+    """
+    return [
+        f"{key}: tuned with {expected[key]!r}, running with {actual.get(key)!r}"
+        for key in _COMPARED_KEYS
+        if key in expected and expected[key] != actual.get(key)
+    ]
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+            return value.strip()
+    return platform.processor() or platform.machine()
+
+
+def _triton_version() -> str | None:
+    # Read the installed metadata only: importing triton costs seconds and may touch CUDA.
+    for dist in ("triton", "pytorch-triton", "triton-xpu", "pytorch-triton-rocm"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ..." -> "550.54.15"
+    match = re.search(r"Kernel Module.*?\s(\d+(?:\.\d+)+)\b", text)
+    if match:
+        return match.group(1)
+    return text.splitlines()[0].strip() if text.strip() else None

@@ -1,0 +1,70 @@
+"""``autotune search``: from command-line arguments to a study and a best-config file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autotune.errors import UsageError
+
+
+def run_search(args: argparse.Namespace) -> int:
+    """Runs or resumes a study and writes the best-config file; returns the exit code."""
+    from autotune import report
+    from autotune.cli import default_cache_dir
+    from autotune.study import Search, best_config
+    from autotune.trials import SubprocessRunner
+
+    request = _request(args)
+    request.cache_dir = args.cache_dir or default_cache_dir(request.study_name)
+    search = Search(
+        request,
+        SubprocessRunner(),
+        on_record=lambda r: print(report.trial_line(r), flush=True),
+        on_note=lambda note: print(note, flush=True),
+    )
+    for note in search.space.notes:
+        print(f"note: {note}")
+    print(
+        f"study {request.study_name!r}: {search.settings.model_path} on "
+        f"{search.settings.device}, space {search.space.name!r} "
+        f"({search.space.size} configurations), {request.trials} trials",
+        flush=True,
+    )
+    records = search.run()
+    best = best_config(records, search.settings, request.study_name, request.storage)
+    best.dump(args.out)
+    print(report.summary(best, args.out, records))
+    return 0
+
+
+def _request(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    import torch
+
+    from autotune.space import load_space
+    from autotune.study import SearchRequest, StudySettings
+    from autotune.trials import MeasureSettings
+    from autotune.workload import load_model_file
+
+    model = Path(args.model).resolve()
+    load_model_file(model)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(
+            f"--device {device} needs CUDA, but this torch ({torch.__version__}) sees no CUDA "
+            "device. Pass --device cpu, or install a CUDA build of torch on a GPU machine."
+        )
+    space = load_space(args.space or device.split(":")[0], device)
+    settings = StudySettings(
+        model_path=str(model),
+        device=device,
+        space=space.to_dict(),
+        space_hash=space.content_hash(),
+        torch_version=torch.__version__,
+        seed=args.seed,
+        compile_budget_s=args.compile_budget,
+        measure=MeasureSettings(target_seconds=args.measure_seconds),
+        sampler=args.sampler,
+    )
+    study = args.study or f"{model.stem}-{device.replace(':', '')}"
+    return SearchRequest(study, args.storage, settings, args.trials, args.timeout)

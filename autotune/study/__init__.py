@@ -1,0 +1,16 @@
+"""Studies: Optuna's search over compile configurations, recorded beside Optuna's tables."""
+
+from __future__ import annotations
+
+from autotune.study._best import best_config, candidates
+from autotune.study._search import BASELINE_ATTR, Search, SearchRequest
+from autotune.study._settings import StudySettings
+
+__all__ = [
+    "BASELINE_ATTR",
+    "Search",
+    "SearchRequest",
+    "StudySettings",
+    "best_config",
+    "candidates",
+]

@@ -1,0 +1,217 @@
+"""The search loop: baselines first, then Optuna-suggested trials, every result recorded."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from autotune.errors import UsageError
+from autotune.records import RecordStore, TrialRecord
+from autotune.runtime.config import CompileConfig
+from autotune.space import SearchSpace, space_from_dict
+from autotune.study._records import to_record
+from autotune.study._settings import StudySettings, check_resume
+from autotune.study._storage import HEARTBEAT_S, open_optuna_storage
+from autotune.trials import TrialResult, TrialRunner, TrialSpec
+
+BASELINE_ATTR = "autotune.baseline"
+BASELINES = ("eager", "default")
+
+
+@dataclass
+class SearchRequest:
+    """One run of ``autotune search``: a study plus this run's budgets."""
+
+    study_name: str
+    storage: str
+    settings: StudySettings
+    trials: int
+    timeout_s: float | None = None
+    cache_dir: str | None = None
+
+
+class Search:
+    """Runs (or resumes) a study until its trial budget or the wall-clock timeout is spent."""
+
+    def __init__(
+        self,
+        request: SearchRequest,
+        runner: TrialRunner,
+        on_record: Callable[[TrialRecord], None] = lambda record: None,
+        on_note: Callable[[str], None] = lambda note: None,
+    ) -> None:
+        self.request = request
+        self.runner = runner
+        self.on_record = on_record
+        self.on_note = on_note
+        self.records = RecordStore(request.storage)
+        self.study = _open_study(request)
+        self.settings = self._settle_settings()
+        self.space: SearchSpace = space_from_dict(
+            self.settings.space, self.settings.device, source=f"study {request.study_name}"
+        )
+
+    def run(self) -> list[TrialRecord]:
+        """Runs trials; returns every record of the study."""
+        optuna.storages.fail_stale_trials(self.study)
+        self._enqueue_missing_baselines()
+        deadline = time.monotonic() + self.request.timeout_s if self.request.timeout_s else None
+        while self._pending_baselines() or self._searched() < self.request.trials:
+            if deadline is not None and time.monotonic() >= deadline:
+                self.on_note(
+                    f"stopping: the study timeout of {self.request.timeout_s:g} s is spent"
+                )
+                break
+            if not self._pending_baselines() and self._exhausted():
+                self.on_note(f"stopping: all {self.space.size} configurations were measured")
+                break
+            self._one_trial()
+        return self.records.trials(self.request.study_name)
+
+    def _one_trial(self) -> None:
+        with warnings.catch_warnings():
+            # Optuna warns that heartbeats are meant for Study.optimize; _heartbeat keeps them.
+            warnings.filterwarnings("ignore", message="Heartbeat of storage")
+            trial = self.study.ask()
+        baseline = trial.user_attrs.get(BASELINE_ATTR)
+        config = self._config_for(trial, baseline)
+        reused = self._reuse(config) if config is not None and baseline is None else None
+        if reused is not None:
+            result, duplicate_of = reused
+        else:
+            with _heartbeat(self.study, trial):
+                result, duplicate_of = self.runner.run(self._spec(config)), None
+        record = to_record(
+            trial.number, trial._trial_id, baseline, config, result, duplicate_of,
+            self._default_speedup(),
+        )  # fmt: skip
+        self.records.add_trial(self.request.study_name, record)
+        self._tell(trial, record)
+        self.on_record(record)
+        if baseline == "eager" and result.failure_kind == "model_error":
+            raise UsageError(
+                f"The model file {self.settings.model_path} does not run in eager mode on "
+                f"{self.settings.device}: {result.error}. No trial was compiled; fix the model "
+                "file and run the same command again."
+            )
+
+    def _config_for(self, trial: optuna.Trial, baseline: str | None) -> CompileConfig | None:
+        if baseline == "eager":
+            return None
+        if baseline == "default":
+            return CompileConfig()
+        return self.space.suggest(trial)
+
+    def _spec(self, config: CompileConfig | None) -> TrialSpec:
+        s = self.settings
+        return TrialSpec(
+            model_path=s.model_path,
+            device=s.device,
+            config=config.to_dict() if config is not None else None,
+            workload=s.workload,
+            seed=s.seed,
+            budget_s=s.compile_budget_s,
+            measure=s.measure,
+            cache_dir=self.request.cache_dir,
+        )
+
+    def _reuse(self, config: CompileConfig) -> tuple[TrialResult, int] | None:
+        """A configuration measured before in this study is not compiled again."""
+        found = self.records.find_by_hash(self.request.study_name, config.config_hash())
+        if found is None:
+            return None
+        return TrialResult.from_dict(found.result), found.trial_number
+
+    def _tell(self, trial: optuna.Trial, record: TrialRecord) -> None:
+        if record.status == "ok" and record.speedup_vs_eager is not None:
+            self.study.tell(trial, record.speedup_vs_eager)
+        else:
+            self.study.tell(trial, state=TrialState.FAIL)
+
+    def _default_speedup(self) -> float | None:
+        for record in self.records.trials(self.request.study_name):
+            if record.baseline == "default" and record.status == "ok":
+                return record.speedup_vs_eager
+        return None
+
+    def _searched(self) -> int:
+        rows = self.records.trials(self.request.study_name)
+        return sum(1 for r in rows if r.baseline is None)
+
+    def _exhausted(self) -> bool:
+        rows = self.records.trials(self.request.study_name)
+        distinct = {r.config_hash for r in rows if r.baseline is None}
+        return len(distinct) >= self.space.size
+
+    def _pending_baselines(self) -> list[str]:
+        waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        return [t.user_attrs[BASELINE_ATTR] for t in waiting if BASELINE_ATTR in t.user_attrs]
+
+    def _enqueue_missing_baselines(self) -> None:
+        """Eager and default torch.compile are measured first in every study (and re-measured
+        on resume when their earlier attempt did not succeed)."""
+        done = {
+            r.baseline for r in self.records.trials(self.request.study_name) if r.status == "ok"
+        }
+        pending = set(self._pending_baselines())
+        for name in BASELINES:
+            if name not in done and name not in pending:
+                self.study.enqueue_trial({}, user_attrs={BASELINE_ATTR: name})
+
+    def _settle_settings(self) -> StudySettings:
+        current = self.request.settings
+        stored = self.records.save_study(
+            self.request.study_name, self.study._study_id, current.to_dict()
+        )
+        settings = StudySettings.from_dict(stored)
+        for note in check_resume(self.request.study_name, settings, current):
+            self.on_note(note)
+        return settings
+
+
+def _open_study(request: SearchRequest) -> optuna.Study:
+    sampler = _sampler(request.settings.sampler, request.settings.seed)
+    return optuna.create_study(
+        study_name=request.study_name,
+        storage=open_optuna_storage(request.storage),
+        sampler=sampler,
+        direction="maximize",
+        load_if_exists=True,
+    )
+
+
+def _sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise UsageError(f"--sampler must be tpe or random, got {name!r}.")
+
+
+@contextmanager
+def _heartbeat(study: optuna.Study, trial: optuna.Trial) -> Iterator[None]:
+    """Keeps the trial's heartbeat fresh while its process runs, so that only trials whose
+    owner died are failed as stale (by this or any other process of the study)."""
+    stop = threading.Event()
+    storage: Any = study._storage
+
+    def beat() -> None:
+        storage.record_heartbeat(trial._trial_id)
+        while not stop.wait(HEARTBEAT_S):
+            storage.record_heartbeat(trial._trial_id)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

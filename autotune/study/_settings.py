@@ -1,0 +1,60 @@
+"""The settings of a study: stored with it, so that a resumed run or a worker uses the same."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.errors import UsageError
+from autotune.trials import MeasureSettings
+
+# A resumed study must agree on these; the others may change between runs.
+IDENTITY = ("model_path", "device", "workload", "space_hash")
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """Every setting a trial needs, independent of who runs it."""
+
+    model_path: str
+    device: str
+    space: dict[str, Any]
+    space_hash: str
+    torch_version: str
+    workload: str = "infer"
+    seed: int = 0
+    compile_budget_s: float = 600.0
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    sampler: str = "tpe"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StudySettings:
+        return cls(**{**data, "measure": MeasureSettings(**data["measure"])})
+
+
+def check_resume(study: str, stored: StudySettings, current: StudySettings) -> list[str]:
+    """Refuses to resume a study with another model, device, workload or space.
+
+    Returns notes worth printing (e.g. a different torch than the one that began the study).
+    """
+    diffs = [
+        f"{key}: stored {getattr(stored, key)!r}, now {getattr(current, key)!r}"
+        for key in IDENTITY
+        if getattr(stored, key) != getattr(current, key)
+    ]
+    if diffs:
+        raise UsageError(
+            f"The study {study!r} already exists with other settings ({'; '.join(diffs)}). "
+            "A study's trials are only comparable under one model, device, workload and "
+            "space: pass a new --study name, or the same settings to resume it."
+        )
+    if stored.torch_version != current.torch_version:
+        return [
+            f"note: study {study!r} began under torch {stored.torch_version}, this run has "
+            f"torch {current.torch_version}; its earlier timings may not compare"
+        ]
+    return []

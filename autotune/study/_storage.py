@@ -1,0 +1,57 @@
+"""Optuna's RDB storage beside our record tables, in one database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autotune.errors import UsageError
+
+HEARTBEAT_S = 30
+GRACE_S = 120
+
+
+def open_optuna_storage(url: str) -> Any:
+    """An RDBStorage with heartbeats: a trial whose process died is failed and retried."""
+    import optuna
+    from optuna.storages import RDBStorage
+
+    from autotune.records import redact_url
+
+    try:
+        return RDBStorage(url, engine_kwargs=_engine_kwargs(url), **_heartbeat_kwargs())
+    except (ImportError, ModuleNotFoundError) as exc:
+        raise UsageError(
+            f"The storage {redact_url(url)} needs a database driver that is not installed "
+            f"({exc}). For PostgreSQL: pip install 'autotune[postgres]'."
+        ) from exc
+    except Exception as exc:  # SQLAlchemy's argument and connection errors
+        raise UsageError(
+            f"Cannot open the storage {redact_url(url)}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}. Pass a reachable SQLAlchemy URL "
+            "with --storage (default sqlite:///autotune.db)."
+        ) from exc
+    finally:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _heartbeat_kwargs() -> dict[str, Any]:
+    """Optuna 4.9 renamed the stale-trial callback; support both sides of the rename."""
+    import warnings
+
+    import optuna.storages as storages
+
+    kwargs: dict[str, Any] = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both callbacks are marked experimental
+        if hasattr(storages, "RetryHeartbeatStaleTrialCallback"):
+            retry = storages.RetryHeartbeatStaleTrialCallback(max_retry=1)
+            kwargs["heartbeat_stale_trial_callback"] = retry
+        else:
+            kwargs["failed_trial_callback"] = storages.RetryFailedTrialCallback(max_retry=1)
+    return kwargs
+
+
+def _engine_kwargs(url: str) -> dict[str, Any]:
+    if url.startswith("sqlite"):
+        return {"connect_args": {"timeout": 60}}
+    return {"pool_pre_ping": True}

@@ -1,0 +1,171 @@
+"""Inside the trial process: eager reference, compile, correctness gate, interleaved timing."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch
+
+from autotune import measure
+from autotune.runtime.apply import compile_module
+from autotune.runtime.config import CompileConfig
+from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
+from autotune.trials._classify import TrialFailure, classify
+from autotune.trials._spec import TrialResult, TrialSpec
+from autotune.workload import Call, build_calls, build_model, describe_calls, load_model_file
+
+
+@dataclass
+class Workload:
+    model: torch.nn.Module
+    calls: list[Call]
+    reference: Any  # eager outputs of one sweep, cloned
+
+
+def measure_trial(spec: TrialSpec) -> TrialResult:
+    """Runs one trial; a classified failure comes back as a failed TrialResult."""
+    deadline = time.monotonic() + spec.budget_s
+    config = CompileConfig.from_dict(spec.config) if spec.config is not None else None
+    facts: dict[str, Any] = {"environment": environment_fingerprint(spec.device)}
+    try:
+        with torch.no_grad():
+            work = _setup(spec)
+            facts["inputs"] = describe_calls(work.calls)
+            facts["model"] = model_fingerprint(work.model)
+            return _compile_and_time(spec, config, work, deadline, facts)
+    except TrialFailure as failure:
+        return TrialResult.failed(failure.kind, str(failure), **facts)
+
+
+def _setup(spec: TrialSpec) -> Workload:
+    try:
+        module = load_model_file(spec.model_path)
+        torch.manual_seed(spec.seed)
+        model = build_model(module, spec.device)
+        torch.manual_seed(spec.seed)
+        calls = build_calls(module, spec.device)
+        model.eval()
+        reference = measure.clone_outputs(_sweep(model, calls))
+    except Exception as exc:
+        raise TrialFailure("model_error", str(exc)) from exc
+    return Workload(model, calls, reference)
+
+
+def _compile_and_time(
+    spec: TrialSpec,
+    config: CompileConfig | None,
+    work: Workload,
+    deadline: float,
+    facts: dict[str, Any],
+) -> TrialResult:
+    _reset_counters()
+    measure.reset_peak_memory(spec.device)
+    target, compile_s = _compile(spec, config, work)
+    report = measure.compare_outputs(work.reference, target.outputs)
+    if not report.ok:
+        kind = "model_error" if config is None else "accuracy"
+        error = report.detail
+        if config is None:
+            error = (
+                f"two eager calls on the same inputs differ ({error}); the model is not "
+                "deterministic, so no compiled output can be checked against it"
+            )
+        raise TrialFailure(kind, error)
+    timing = _time(spec, work, target.fn, deadline)
+    return TrialResult(
+        status="ok",
+        compile_time_s=compile_s,
+        latency_median_s=timing.compiled.median,
+        latency_iqr_s=timing.compiled.iqr,
+        eager_latency_median_s=timing.eager.median,
+        eager_latency_iqr_s=timing.eager.iqr,
+        speedup_vs_eager=timing.ratio.median,
+        speedup_vs_eager_q1=timing.ratio.q1,
+        speedup_vs_eager_q3=timing.ratio.q3,
+        rounds=timing.rounds,
+        calls_per_sample=timing.calls_per_sample,
+        peak_memory_bytes=measure.peak_memory_bytes(spec.device),
+        accuracy={"max_abs_diff": report.max_abs_diff, "max_rel_diff": report.max_rel_diff},
+        **_dynamo_facts(),
+        **facts,
+    )
+
+
+@dataclass
+class _Target:
+    fn: Callable[..., Any]
+    outputs: Any
+
+
+def _compile(
+    spec: TrialSpec, config: CompileConfig | None, work: Workload
+) -> tuple[_Target, float | None]:
+    """Compiles, and times the first call of every input shape (that is the compile time)."""
+    if config is None:
+        return _Target(work.model, measure.clone_outputs(_sweep(work.model, work.calls))), None
+    try:
+        whole = config.scope.compile == ("",) and not config.scope.disable
+        compiled = compile_module(work.model if whole else copy.deepcopy(work.model), config)
+        outputs, total = [], 0.0
+        for call in work.calls:
+            out, seconds = measure.time_first_call(partial(_one, compiled, call), spec.device)
+            outputs.append(measure.clone_outputs(out))
+            total += seconds
+    except Exception as exc:
+        raise classify(exc, config) from exc
+    return _Target(compiled, outputs), total
+
+
+def _time(spec: TrialSpec, work: Workload, fn: Callable[..., Any], deadline: float) -> Any:
+    s = spec.measure
+    try:
+        return measure.interleaved_timing(
+            lambda: _sweep(work.model, work.calls),
+            lambda: _sweep(fn, work.calls),
+            spec.device,
+            warmup=s.warmup,
+            min_rounds=s.min_rounds,
+            max_rounds=s.max_rounds,
+            target_seconds=s.target_seconds,
+            deadline=deadline - 1.0,
+        )
+    except Exception as exc:
+        raise classify(exc, None) from exc
+
+
+def _sweep(fn: Callable[..., Any], calls: list[Call]) -> list[Any]:
+    return [_one(fn, c) for c in calls]
+
+
+def _one(fn: Callable[..., Any], call: Call) -> Any:
+    return fn(*call.args, **call.kwargs)
+
+
+def _reset_counters() -> None:
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+
+
+def _dynamo_facts() -> dict[str, Any]:
+    from torch._dynamo import utils
+
+    breaks = utils.counters["graph_break"]
+    metrics = list(getattr(utils, "get_compilation_metrics", lambda: [])())
+    recompiles = sum(1 for m in metrics if getattr(m, "recompile_reason", None))
+    inductor = utils.counters["inductor"]
+    return {
+        "graphs": int(utils.counters["stats"]["unique_graphs"]),
+        "graph_breaks": int(sum(breaks.values())),
+        "graph_break_reasons": [reason[:300] for reason in list(breaks)[:5]],
+        "recompiles": recompiles,
+        "cache": {
+            "fxgraph_hit": int(inductor["fxgraph_cache_hit"]),
+            "fxgraph_miss": int(inductor["fxgraph_cache_miss"]),
+        },
+    }

@@ -1,0 +1,96 @@
+"""What a trial is asked to do, and what it reports: plain data, one JSON object each."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+FAILURE_KINDS = (
+    "compile_error",  # torch.compile or the first compiled call raised
+    "graph_break",  # fullgraph=True on a model that breaks
+    "crash",  # the trial process died (signal or exit code) without a result
+    "timeout",  # still compiling or running when its compile budget ran out
+    "oom",  # out of memory (CUDA or host allocator)
+    "accuracy",  # outputs differ from eager beyond the dtype's tolerance
+    "model_error",  # the model file broke its contract or eager itself failed
+)
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How a trial times its calls (see autotune.measure.interleaved_timing)."""
+
+    warmup: int = 3
+    min_rounds: int = 10
+    max_rounds: int = 200
+    target_seconds: float = 2.0
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything a trial process needs; independent of who asked for the trial."""
+
+    model_path: str
+    device: str
+    config: dict[str, Any] | None  # CompileConfig.to_dict(); None measures eager against itself
+    workload: str = "infer"
+    seed: int = 0
+    budget_s: float = 600.0
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    cache_dir: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialSpec:
+        return cls(**{**data, "measure": MeasureSettings(**data.get("measure", {}))})
+
+
+@dataclass
+class TrialResult:
+    """The outcome of one trial: ``status`` "ok", or "failed" with a ``failure_kind``."""
+
+    status: str
+    failure_kind: str | None = None
+    error: str | None = None
+    error_tail: str | None = None
+    compile_time_s: float | None = None
+    latency_median_s: float | None = None
+    latency_iqr_s: float | None = None
+    eager_latency_median_s: float | None = None
+    eager_latency_iqr_s: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_eager_q1: float | None = None
+    speedup_vs_eager_q3: float | None = None
+    rounds: int | None = None
+    calls_per_sample: int | None = None
+    peak_memory_bytes: int | None = None
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    graph_break_reasons: list[str] = field(default_factory=list)
+    recompiles: int | None = None
+    cache: dict[str, int] = field(default_factory=dict)
+    accuracy: dict[str, Any] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    model: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    wall_time_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @classmethod
+    def failed(cls, kind: str, error: str, **fields: Any) -> TrialResult:
+        assert kind in FAILURE_KINDS, kind
+        return cls(status="failed", failure_kind=kind, error=error, **fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialResult:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})

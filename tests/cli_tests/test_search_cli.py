@@ -1,0 +1,169 @@
+"""`autotune search` end to end: real trial processes, a real SQLite file, a real file out."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import torch
+
+import autotune
+from autotune.cli import main
+from autotune.records import RecordStore
+
+FAST = ["--measure-seconds", "0.2", "--device", "cpu"]
+
+
+def search(tmp_path: Path, model: str, *extra: str) -> tuple[int, str]:
+    storage = f"sqlite:///{tmp_path}/autotune.db"
+    out = str(tmp_path / "best_config.json")
+    argv = ["search", model, "--storage", storage, "--out", out, "--study", "s", *FAST, *extra]
+    return main(argv), storage
+
+
+def test_search_records_every_trial_and_emits_a_file_that_applies(
+    tmp_path, model_file, space_file, capsys
+):
+    code, storage = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
+                           "--trials", "2")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "[eager]" in printed and "[default]" in printed and "Wrote" in printed
+    study = optuna.load_study(study_name="s", storage=storage)
+    with RecordStore(storage) as store:
+        records = store.trials("s")
+    assert len(records) == len(study.trials) == 4
+    assert {t.number for t in study.trials} == {r.trial_number for r in records}
+
+    best = autotune.load(tmp_path / "best_config.json")
+    assert best.source["study"] == "s" and best.environment["torch"] == torch.__version__
+    module = _load(model_file("tiny"))
+    torch.manual_seed(0)
+    model = module.get_model("cpu").eval()
+    (x,) = module.get_inputs("cpu")
+    with torch.no_grad():
+        expected = model(x)
+        torch.testing.assert_close(autotune.apply(model, tmp_path / "best_config.json")(x),
+                                   expected)  # fmt: skip
+
+
+def test_rerunning_resumes_the_study(tmp_path, model_file, space_file, capsys):
+    args = ("--space", space_file("aot_eager"))
+    search(tmp_path, model_file("tiny"), *args, "--trials", "1")
+    capsys.readouterr()
+    code, storage = search(tmp_path, model_file("tiny"), *args, "--trials", "2")
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "[eager]" not in printed
+    assert len(optuna.load_study(study_name="s", storage=storage).trials) == 4
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "words"),
+    [
+        ("broken_import", (), ["failed to import", "broken_import.py"]),
+        ("no_get_inputs", (), ["get_inputs"]),
+        ("tiny", ("--space", "nope"), ["no built-in search space named 'nope'"]),
+        ("tiny", ("--device", "cuda"), ["needs CUDA"]),
+        ("tiny", ("--storage", "nosuchdb://x"), ["Cannot open the records database nosuchdb://x"]),
+        ("returns_wrong_thing", ("--trials", "1"), ["does not run in eager mode", "get_model"]),
+    ],
+)
+def test_bad_input_is_one_paragraph_and_exit_code_2(tmp_path, model_file, capsys, model, extra,
+                                                     words):  # fmt: skip
+    if "--device" in extra and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    argv = ["search", model_file(model), "--out", str(tmp_path / "b.json"), *extra]
+    if "--storage" not in extra:
+        argv += ["--storage", f"sqlite:///{tmp_path}/a.db"]
+    if "--device" not in extra:
+        argv += ["--device", "cpu"]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err and err.startswith("autotune: error: ")
+    for word in words:
+        assert word in err
+
+
+def test_debug_shows_the_traceback(tmp_path, model_file, capsys):
+    code = main(["search", model_file("broken_import"), "--debug", "--device", "cpu",
+                 "--storage", f"sqlite:///{tmp_path}/a.db"])  # fmt: skip
+    assert code == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_killing_the_search_takes_its_trials_down(tmp_path, model_file):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "autotune.cli", "search", model_file("hang_when_compiled"),
+           "--storage", f"sqlite:///{tmp_path}/a.db", "--out", str(tmp_path / "b.json"),
+           "--space", str(Path(model_file("tiny")).parents[1] / "spaces" / "aot_eager.toml"),
+           *FAST]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert _wait_for(lambda: _sleepers(), 120), "the hanging trial never started"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert _wait_for(lambda: not _sleepers() and not _trial_children(), 15)
+    finally:
+        proc.kill()
+
+
+def test_sigterm_interrupts_cleanly_and_keeps_the_study(tmp_path, model_file):
+    cmd = [sys.executable, "-m", "autotune.cli", "search", model_file("hang_when_compiled"),
+           "--storage", f"sqlite:///{tmp_path}/a.db", "--out", str(tmp_path / "b.json"),
+           "--space", str(Path(model_file("tiny")).parents[1] / "spaces" / "aot_eager.toml"),
+           *FAST]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert _wait_for(lambda: _sleepers(), 120)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "Run the same command to resume" in out
+    assert _wait_for(lambda: not _sleepers(), 15)
+    with RecordStore(f"sqlite:///{tmp_path}/a.db") as store:
+        assert [r.baseline for r in store.trials("hang_when_compiled-cpu")] == ["eager"]
+
+
+def _load(path: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("m", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _wait_for(predicate, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _procs_with(marker: bytes) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _sleepers() -> list[int]:
+    return _procs_with(b"time.sleep(600)")
+
+
+def _trial_children() -> list[int]:
+    return _procs_with(b"autotune.trials._child")

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def model_file():
+    """Path of a fixture model file by stem, e.g. model_file("tiny")."""
+
+    def find(stem: str) -> str:
+        return str(FIXTURES / "models" / f"{stem}.py")
+
+    return find
+
+
+@pytest.fixture
+def space_file():
+    def find(stem: str) -> str:
+        return str(FIXTURES / "spaces" / f"{stem}.toml")
+
+    return find
+
+
+@pytest.fixture(autouse=True)
+def _isolated_kernel_cache(tmp_path_factory, monkeypatch):
+    """Trials of the test run share one kernel cache, never the user's."""
+    cache = tmp_path_factory.getbasetemp() / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))

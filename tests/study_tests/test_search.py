@@ -1,0 +1,173 @@
+"""The search loop, with a runner that answers from a table (no processes, no compiles)."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from autotune.errors import UsageError
+from autotune.records import RecordStore
+from autotune.space import load_space
+from autotune.study import BASELINE_ATTR, Search, SearchRequest, StudySettings, best_config
+from autotune.trials import TrialResult, TrialSpec
+
+
+class TableRunner:
+    """Speedup by (backend, fullgraph, dynamic); records every spec it was asked to run."""
+
+    def __init__(self, speedups=None, fail=None):
+        self.speedups = speedups or {}
+        self.fail = fail or {}
+        self.specs: list[TrialSpec] = []
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        self.specs.append(spec)
+        if spec.config is None:
+            return _ok(1.0, q1=0.97, q3=1.03)
+        key = (spec.config["fullgraph"], spec.config["dynamic"])
+        if key in self.fail:
+            return TrialResult.failed(self.fail[key], "boom", error_tail="tail")
+        return _ok(self.speedups.get(key, 1.2))
+
+
+def _ok(speedup, q1=None, q3=None):
+    return TrialResult(
+        status="ok",
+        compile_time_s=0.5,
+        latency_median_s=1e-3 / speedup,
+        latency_iqr_s=1e-5,
+        eager_latency_median_s=1e-3,
+        speedup_vs_eager=speedup,
+        speedup_vs_eager_q1=q1 if q1 is not None else speedup - 0.02,
+        speedup_vs_eager_q3=q3 if q3 is not None else speedup + 0.02,
+        environment={"host": "h", "torch": "2.13.0"},
+        model={"sha256": "abc", "parameters": 1},
+        inputs=["(4x16:float32)"],
+    )
+
+
+@pytest.fixture
+def request_for(tmp_path, model_file, space_file):
+    def make(trials=3, study="s", model="tiny", **settings):
+        space = load_space(space_file("aot_eager"), "cpu")
+        study_settings = StudySettings(
+            model_path=model_file(model), device="cpu", space=space.to_dict(),
+            space_hash=space.content_hash(), torch_version="2.13.0", **settings,
+        )  # fmt: skip
+        return SearchRequest(study, f"sqlite:///{tmp_path}/t.db", study_settings, trials)
+
+    return make
+
+
+def test_baselines_run_first_then_the_budget_of_search_trials(request_for):
+    runner = TableRunner()
+    records = Search(request_for(trials=3), runner).run()
+    assert [r.baseline for r in records[:2]] == ["eager", "default"]
+    assert runner.specs[0].config is None
+    assert runner.specs[1].config["backend"] == "inductor"
+    assert sum(r.baseline is None for r in records) == 3
+    study = optuna.load_study(study_name="s", storage=request_for().storage)
+    assert len(study.trials) == 5
+    assert study.trials[0].user_attrs[BASELINE_ATTR] == "eager"
+
+
+def test_speedup_vs_default_goes_through_eager(request_for):
+    runner = TableRunner(
+        speedups={(False, False): 1.5, (True, False): 1.5, (False, True): 1.5, (True, True): 1.5}
+    )
+    runner_default = 1.2  # the default baseline's config is not in the table: 1.2
+    records = Search(request_for(trials=2), runner).run()
+    searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
+    assert searched[0].speedup_vs_default == pytest.approx(1.5 / runner_default)
+
+
+def test_a_repeated_config_is_reused_not_run_again(request_for):
+    runner = TableRunner()
+    records = Search(request_for(trials=12), runner).run()
+    searched = [r for r in records if r.baseline is None]
+    assert len({r.config_hash for r in searched}) <= 4
+    assert len(runner.specs) == 2 + len({r.config_hash for r in searched})
+    for r in searched:
+        if r.duplicate_of is not None:
+            original = next(o for o in records if o.trial_number == r.duplicate_of)
+            assert original.config_hash == r.config_hash
+
+
+def test_the_study_stops_when_every_config_was_measured(request_for):
+    notes = []
+    Search(request_for(trials=50), TableRunner(), on_note=notes.append).run()
+    assert any("all 4 configurations were measured" in n for n in notes)
+
+
+def test_resume_runs_only_what_is_left_and_no_baseline_twice(request_for):
+    Search(request_for(trials=2), TableRunner()).run()
+    runner = TableRunner()
+    records = Search(request_for(trials=3), runner).run()
+    assert [s.config is None for s in runner.specs].count(True) == 0
+    assert sum(r.baseline is None for r in records) == 3
+
+
+def test_resume_with_another_model_is_refused(request_for):
+    Search(request_for(trials=1), TableRunner()).run()
+    with pytest.raises(UsageError, match="already exists with other settings.*model_path"):
+        Search(request_for(trials=1, model="shapes"), TableRunner())
+
+
+def test_failures_are_recorded_and_told_to_optuna_as_failed(request_for):
+    fail = {(True, False): "graph_break", (True, True): "crash"}
+    records = Search(request_for(trials=8), TableRunner(fail=fail)).run()
+    failed = [r for r in records if r.status == "failed"]
+    assert {r.failure_kind for r in failed} <= {"graph_break", "crash"}
+    study = optuna.load_study(study_name="s", storage=request_for().storage)
+    states = {t.number: t.state for t in study.trials}
+    for r in failed:
+        assert states[r.trial_number] == optuna.trial.TrialState.FAIL
+        assert r.error_tail == "tail"
+
+
+def test_an_eager_model_error_stops_the_study_with_a_usage_error(request_for):
+    class Broken(TableRunner):
+        def run(self, spec):
+            return TrialResult.failed("model_error", "get_model raised")
+
+    with pytest.raises(UsageError, match="does not run in eager mode"):
+        Search(request_for(), Broken()).run()
+
+
+def test_the_best_file_never_holds_a_config_within_noise_of_eager(request_for):
+    speedups = {k: 1.01 for k in [(False, False), (True, False), (False, True), (True, True)]}
+
+    class Noisy(TableRunner):
+        def run(self, spec):
+            result = super().run(spec)
+            if spec.config is not None:
+                result.speedup_vs_eager_q1 = 0.95
+            return result
+
+    request = request_for(trials=4)
+    search = Search(request, Noisy(speedups=speedups))
+    best = best_config(search.run(), search.settings, "s", request.storage)
+    assert best.decision == "do_not_compile" and best.config is None
+    assert "not reliably faster than eager" in best.reason
+
+
+def test_the_best_file_names_the_fastest_correct_config(request_for):
+    speedups = {(False, False): 1.3, (True, False): 1.9, (False, True): 1.1, (True, True): 1.2}
+    request = request_for(trials=50)
+    search = Search(request, TableRunner(speedups=speedups))
+    records = search.run()
+    best = best_config(records, search.settings, "s", request.storage)
+    assert best.decision == "compile"
+    assert best.config.fullgraph is True and best.config.dynamic is False
+    assert best.metrics["speedup_vs_eager"] == pytest.approx(1.9)
+    assert best.source["study"] == "s"
+    winner = next(r for r in records if r.trial_number == best.source["trial"])
+    assert winner.config_hash == best.config_hash
+
+
+def test_records_keep_the_environment(request_for):
+    request = request_for(trials=1)
+    Search(request, TableRunner()).run()
+    with RecordStore(request.storage) as store:
+        rows = store.trials("s")
+    assert all(r.environment.get("host") == "h" for r in rows)

@@ -1,0 +1,129 @@
+"""Every trial runs in a process of its own; every way it can end becomes a failure kind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from autotune.runtime.config import CompileConfig
+from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec
+
+FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
+
+
+def run(model: str, config: CompileConfig | None, budget: float = 120.0):
+    spec = TrialSpec(
+        model_path=model,
+        device="cpu",
+        config=config.to_dict() if config is not None else None,
+        budget_s=budget,
+        measure=FAST,
+    )
+    return SubprocessRunner().run(spec)
+
+
+def aot(**kwargs) -> CompileConfig:
+    return CompileConfig(backend="aot_eager", **kwargs)
+
+
+def test_eager_measured_against_itself_is_ok_and_near_one(model_file):
+    result = run(model_file("tiny"), None)
+    assert result.status == "ok", result.error_tail
+    assert result.compile_time_s is None
+    assert 0.5 < result.speedup_vs_eager < 2.0
+    assert result.speedup_vs_eager_q1 <= result.speedup_vs_eager <= result.speedup_vs_eager_q3
+    assert result.environment["torch"] and result.model["parameters"] == 16 * 32 + 32 + 32 * 8 + 8
+    assert result.inputs == ["(4x16:float32)"]
+
+
+def test_a_compiled_trial_records_its_measurements(model_file):
+    result = run(model_file("shapes"), aot(dynamic=False))
+    assert result.status == "ok", result.error_tail
+    assert result.compile_time_s > 0
+    assert result.latency_median_s > 0 and result.eager_latency_median_s > 0
+    assert result.rounds >= 5
+    assert result.graphs >= 1
+    assert result.peak_memory_bytes > 0
+    assert result.accuracy["max_abs_diff"] == 0.0
+    assert len(result.inputs) == 3
+
+
+def test_an_abort_under_the_compiler_is_a_crash_with_the_signal(model_file):
+    result = run(model_file("crash_when_compiled"), aot())
+    assert (result.status, result.failure_kind) == ("failed", "crash")
+    assert "SIGABRT" in result.error
+
+
+def test_a_hang_is_killed_at_the_budget_with_everything_it_started(model_file):
+    started = time.monotonic()
+    result = run(model_file("hang_when_compiled"), aot(), budget=12.0)
+    assert result.failure_kind == "timeout"
+    assert time.monotonic() - started < 40
+    assert _sleepers() == []
+
+
+def test_an_allocation_failure_is_oom(model_file):
+    result = run(model_file("oom_when_compiled"), aot())
+    assert result.failure_kind == "oom", result.error
+    assert "allocate" in result.error_tail
+
+
+def test_fullgraph_on_a_breaking_model_is_a_graph_break(model_file):
+    result = run(model_file("graph_break"), aot(fullgraph=True))
+    assert result.failure_kind == "graph_break"
+    assert "print" in result.error
+
+
+def test_graph_breaks_are_counted_without_fullgraph(model_file):
+    result = run(model_file("graph_break"), aot(fullgraph=False))
+    assert result.status == "ok", result.error_tail
+    assert result.graph_breaks >= 1 and result.graphs >= 2
+    assert any("print" in reason for reason in result.graph_break_reasons)
+
+
+def test_a_backend_error_is_a_compile_error(model_file):
+    result = run(model_file("tiny"), CompileConfig(backend="relu_compile_error_TESTING_ONLY"))
+    assert result.failure_kind == "compile_error"
+    assert result.error_tail
+
+
+def test_outputs_that_differ_from_eager_fail_the_accuracy_gate(model_file):
+    result = run(model_file("tiny"), CompileConfig(backend="relu_accuracy_error_TESTING_ONLY"))
+    assert result.failure_kind == "accuracy"
+    assert "tol" in result.error or "diff" in result.error
+
+
+def test_a_nondeterministic_model_is_a_model_error(model_file):
+    result = run(model_file("nondeterministic"), None)
+    assert result.failure_kind == "model_error"
+    assert "not deterministic" in result.error
+
+
+def test_a_broken_model_file_is_a_model_error(model_file):
+    result = run(model_file("returns_wrong_thing"), None)
+    assert result.failure_kind == "model_error"
+    assert "get_model" in result.error
+
+
+def _sleepers() -> list[int]:
+    """Processes still running the fixture's `time.sleep(600)` grandchild."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if b"time.sleep(600)" in cmdline:
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers():
+    yield
+    for pid in _sleepers():
+        os.kill(pid, signal.SIGKILL)
