@@ -61,7 +61,9 @@ class Search:
 
     def run(self) -> list[TrialRecord]:
         """Runs trials; returns every record of the study."""
-        optuna.storages.fail_stale_trials(self.study)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(self.study)
         self._enqueue_missing_baselines()
         deadline = time.monotonic() + self.request.timeout_s if self.request.timeout_s else None
         while self._pending_baselines() or self._searched() < self.request.trials:

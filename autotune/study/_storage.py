@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from autotune.errors import UsageError
@@ -18,7 +19,9 @@ def open_optuna_storage(url: str) -> Any:
     from autotune.records import redact_url
 
     try:
-        return RDBStorage(url, engine_kwargs=_engine_kwargs(url), **_heartbeat_kwargs())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return RDBStorage(url, engine_kwargs=_engine_kwargs(url), **_heartbeat_kwargs())
     except (ImportError, ModuleNotFoundError) as exc:
         raise UsageError(
             f"The storage {redact_url(url)} needs a database driver that is not installed "
@@ -36,8 +39,6 @@ def open_optuna_storage(url: str) -> Any:
 
 def _heartbeat_kwargs() -> dict[str, Any]:
     """Optuna 4.9 renamed the stale-trial callback; support both sides of the rename."""
-    import warnings
-
     import optuna.storages as storages
 
     kwargs: dict[str, Any] = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S}

@@ -66,7 +66,7 @@ def _compile_and_time(
     _reset_counters()
     measure.reset_peak_memory(spec.device)
     target, compile_s = _compile(spec, config, work)
-    report = measure.compare_outputs(work.reference, target.outputs)
+    report = measure.compare_outputs(work.reference, target.outputs, relaxed=spec.relaxed_numerics)
     if not report.ok:
         kind = "model_error" if config is None else "accuracy"
         error = report.detail

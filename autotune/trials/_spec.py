@@ -39,6 +39,7 @@ class TrialSpec:
     budget_s: float = 600.0
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     cache_dir: str | None = None
+    relaxed_numerics: bool = False  # the config relaxes numerics: looser correctness gate
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
