@@ -126,6 +126,13 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="kernel cache shared by the study's trials (default: ~/.cache/autotune/STUDY)",
     )
+    p.add_argument(
+        "--trial-host",
+        choices=("warm", "cold"),
+        default="warm",
+        help="warm: fork each trial from a host that already imported torch and "
+        "Inductor (default); cold: a fresh Python process per trial",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks")  # fmt: skip
 
 
@@ -156,6 +163,9 @@ def _device(text: str) -> str:
 
 
 def default_cache_dir(study: str) -> str:
+    """``$AUTOTUNE_CACHE_DIR``, else one folder per study under the user's cache folder."""
+    if os.environ.get("AUTOTUNE_CACHE_DIR"):
+        return os.environ["AUTOTUNE_CACHE_DIR"]
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study)
     return str(Path(base, "autotune", slug))

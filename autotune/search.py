@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autotune.errors import UsageError
+
+if TYPE_CHECKING:
+    from autotune.study import SearchRequest
+    from autotune.trials import TrialRunner
 
 
 def run_search(args: argparse.Namespace) -> int:
     """Runs or resumes a study and writes the best-config file; returns the exit code."""
-    from autotune import report
     from autotune.cli import default_cache_dir
-    from autotune.study import Search, best_config
-    from autotune.trials import SubprocessRunner
+    from autotune.trials import SubprocessRunner, WarmHostRunner
 
     request = _request(args)
     request.cache_dir = args.cache_dir or default_cache_dir(request.study_name)
+    with WarmHostRunner() if args.trial_host == "warm" else SubprocessRunner() as runner:
+        return _search(args, request, runner)
+
+
+def _search(args: argparse.Namespace, request: SearchRequest, runner: TrialRunner) -> int:
+    from autotune import report
+    from autotune.study import Search, best_config
+
     search = Search(
         request,
-        SubprocessRunner(),
+        runner,
         on_record=lambda r: print(report.trial_line(r), flush=True),
         on_note=lambda note: print(note, flush=True),
     )
@@ -38,7 +49,7 @@ def run_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _request(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _request(args: argparse.Namespace) -> SearchRequest:
     import torch
 
     from autotune.space import load_space

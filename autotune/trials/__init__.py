@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from autotune.trials._runner import SubprocessRunner, TrialRunner, kill_all_trials
 from autotune.trials._spec import FAILURE_KINDS, MeasureSettings, TrialResult, TrialSpec
+from autotune.trials._warm import WarmHostRunner
 
 __all__ = [
     "FAILURE_KINDS",
@@ -12,5 +13,6 @@ __all__ = [
     "TrialResult",
     "TrialRunner",
     "TrialSpec",
+    "WarmHostRunner",
     "kill_all_trials",
 ]

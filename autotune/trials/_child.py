@@ -20,20 +20,19 @@ from autotune.trials._spec import TrialResult, TrialSpec
 
 def main(argv: list[str]) -> int:
     _guard.die_with_parent()
-    spec_path, result_path = argv[1], argv[2]
-    spec = TrialSpec.from_dict(json.loads(Path(spec_path).read_text()))
-    result = run(spec)
-    _write(Path(result_path), result)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    execute(Path(argv[1]), Path(argv[2]))
     # Skip interpreter teardown: a wedged compiler pool must not keep the trial alive.
     os._exit(0)
 
 
-def run(spec: TrialSpec) -> TrialResult:
+def execute(spec_path: Path, result_path: Path) -> None:
+    """Runs the trial described in ``spec_path`` and writes its result to ``result_path``."""
     from autotune.trials._measure_trial import measure_trial
 
-    return measure_trial(spec)
+    spec = TrialSpec.from_dict(json.loads(spec_path.read_text()))
+    _write(result_path, measure_trial(spec))
+    sys.stdout.flush()
+    sys.stderr.flush()
 
 
 def _write(path: Path, result: TrialResult) -> None:

@@ -1,4 +1,4 @@
-"""Makes a trial process take its whole process group down when its parent dies."""
+"""Makes a process take its work down when its parent dies."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 _PR_SET_PDEATHSIG = 1
 
@@ -16,24 +17,33 @@ def kill_own_group(*_: object) -> None:
 
 
 def die_with_parent(poll_s: float = 0.5) -> None:
-    """On parent death, SIGKILL this process group (compiler workers and g++ included).
+    """On parent death, SIGKILL this process group (compiler workers and g++ included)."""
+    on_parent_death(kill_own_group, poll_s)
 
-    Linux delivers SIGTERM on parent death (prctl PDEATHSIG); its handler kills the group. A
-    daemon thread also polls the parent pid, for platforms and races where the signal is lost.
+
+def on_parent_death(
+    action: Callable[..., None], poll_s: float = 0.5, *, watch: bool = True
+) -> None:
+    """Runs ``action`` when the parent dies.
+
+    Linux delivers SIGTERM on parent death (prctl PDEATHSIG), and ``action`` is its handler.
+    With ``watch``, a daemon thread also polls the parent pid, for platforms and races where the
+    signal is lost (a process that forks passes ``watch=False``: it must stay single-threaded).
     """
     parent = os.getppid()
-    signal.signal(signal.SIGTERM, kill_own_group)
+    signal.signal(signal.SIGTERM, action)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         pass
     if os.getppid() != parent:
-        kill_own_group()
-    threading.Thread(target=_watch, args=(parent, poll_s), daemon=True).start()
+        action()
+    if watch:
+        threading.Thread(target=_watch, args=(parent, poll_s, action), daemon=True).start()
 
 
-def _watch(parent: int, poll_s: float) -> None:
+def _watch(parent: int, poll_s: float, action: Callable[..., None]) -> None:
     while os.getppid() == parent:
         time.sleep(poll_s)
-    kill_own_group()
+    action()

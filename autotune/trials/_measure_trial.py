@@ -34,7 +34,9 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
     facts: dict[str, Any] = {"environment": environment_fingerprint(spec.device)}
     try:
         with torch.no_grad():
+            started = time.perf_counter()
             work = _setup(spec)
+            facts["phases"] = {"setup_s": time.perf_counter() - started}
             facts["inputs"] = describe_calls(work.calls)
             facts["model"] = model_fingerprint(work.model)
             return _compile_and_time(spec, config, work, deadline, facts)
@@ -65,7 +67,9 @@ def _compile_and_time(
 ) -> TrialResult:
     _reset_counters()
     measure.reset_peak_memory(spec.device)
+    started = time.perf_counter()
     target, compile_s = _compile(spec, config, work)
+    facts["phases"]["compile_s"] = time.perf_counter() - started
     report = measure.compare_outputs(work.reference, target.outputs, relaxed=spec.relaxed_numerics)
     if not report.ok:
         kind = "model_error" if config is None else "accuracy"
@@ -76,7 +80,9 @@ def _compile_and_time(
                 "deterministic, so no compiled output can be checked against it"
             )
         raise TrialFailure(kind, error)
+    started = time.perf_counter()
     timing = _time(spec, work, target.fn, deadline)
+    facts["phases"]["timing_s"] = time.perf_counter() - started
     return TrialResult(
         status="ok",
         compile_time_s=compile_s,
@@ -147,8 +153,11 @@ def _one(fn: Callable[..., Any], call: Call) -> Any:
 
 
 def _reset_counters() -> None:
+    """A trial forked from the warm host starts with the host's Dynamo state: clear it."""
+    import torch._dynamo
     from torch._dynamo.utils import counters
 
+    torch._dynamo.reset()
     counters.clear()
 
 

@@ -1,8 +1,8 @@
 """Runs a trial in a process of its own and turns how it ended into a TrialResult.
 
-The child leads a new process group (``start_new_session``); whatever it started (Inductor's
-compile workers, g++) is in that group, and the group is SIGKILLed when the trial ends, times
-out, or the parent is interrupted. The child kills its own group if this process dies.
+The trial process leads a new process group (``start_new_session``); whatever it started
+(Inductor's compile workers, g++) is in that group, and the group is SIGKILLed when the trial
+ends, times out, or the parent is interrupted. The trial kills its own group if its parent dies.
 """
 
 from __future__ import annotations
@@ -32,11 +32,16 @@ class TrialRunner(Protocol):
 
 
 class SubprocessRunner:
-    """One fresh Python process per trial (the most isolated, and the slowest to start)."""
+    """A fresh Python process per trial: the most isolated, and the slowest to start."""
 
-    def __init__(self, python: str = sys.executable, grace_s: float = 0.0) -> None:
+    def __init__(self, python: str = sys.executable) -> None:
         self.python = python
-        self.grace_s = grace_s
+
+    def __enter__(self) -> SubprocessRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
     def run(self, spec: TrialSpec) -> TrialResult:
         started = time.monotonic()
@@ -44,7 +49,7 @@ class SubprocessRunner:
             folder = Path(tmp)
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             rc, timed_out = self._spawn(spec, folder)
-            result = _outcome(folder, rc, timed_out, spec.budget_s)
+            result = outcome(folder, rc, timed_out, spec.budget_s)
         result.wall_time_s = time.monotonic() - started
         return result
 
@@ -53,60 +58,88 @@ class SubprocessRunner:
             self.python, "-m", "autotune.trials._child",
             str(folder / "spec.json"), str(folder / "result.json"),
         ]  # fmt: skip
+        env = {**child_env(), **cache_env(spec)}
         with open(folder / "log.txt", "wb") as log:
             proc = subprocess.Popen(
-                argv, env=_child_env(spec), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-            with _lock:
-                _live_groups.add(proc.pid)
+            track(proc.pid)
             try:
-                return proc.wait(timeout=spec.budget_s + self.grace_s), False
+                return proc.wait(timeout=spec.budget_s), False
             except subprocess.TimeoutExpired:
                 return None, True
             finally:
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
                 proc.wait()
-                with _lock:
-                    _live_groups.discard(proc.pid)
+                untrack(proc.pid)
 
 
 def kill_all_trials() -> None:
-    """SIGKILLs the process group of every running trial (on interrupt or exit)."""
+    """SIGKILLs the process group of every running trial and host (on interrupt or exit)."""
     with _lock:
         groups = list(_live_groups)
     for pgid in groups:
-        _kill_group(pgid)
+        kill_group(pgid)
 
 
-def _kill_group(pgid: int) -> None:
+def track(pgid: int) -> None:
+    with _lock:
+        _live_groups.add(pgid)
+
+
+def untrack(pgid: int) -> None:
+    with _lock:
+        _live_groups.discard(pgid)
+
+
+def kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def _child_env(spec: TrialSpec) -> dict[str, str]:
+def child_env() -> dict[str, str]:
+    """The environment of a trial process: ours, with autotune importable."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    if spec.cache_dir:
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(spec.cache_dir, "inductor"))
-        env["TRITON_CACHE_DIR"] = str(Path(spec.cache_dir, "triton"))
     return env
 
 
-def _outcome(folder: Path, rc: int | None, timed_out: bool, budget_s: float) -> TrialResult:
-    tail = _tail(folder / "log.txt")
+def cache_env(spec: TrialSpec) -> dict[str, str]:
+    """The study's kernel caches (Inductor and Triton), shared by its trials."""
+    if not spec.cache_dir:
+        return {}
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(spec.cache_dir, "inductor")),
+        "TRITON_CACHE_DIR": str(Path(spec.cache_dir, "triton")),
+    }
+
+
+def outcome(folder: Path, rc: int | None, timed_out: bool, budget_s: float) -> TrialResult:
+    """The result a trial wrote, or the failure its ending means."""
+    log_tail = tail(folder)
     result_file = folder / "result.json"
     if timed_out:
         error = f"still compiling or running after its compile budget of {budget_s:g} s; killed"
-        return TrialResult.failed("timeout", error, error_tail=tail)
+        return TrialResult.failed("timeout", error, error_tail=log_tail)
     if result_file.exists():
         result = TrialResult.from_dict(json.loads(result_file.read_text()))
-        result.error_tail = tail if not result.ok else None
+        result.error_tail = log_tail if not result.ok else None
         return result
-    return TrialResult.failed("crash", _death(rc), error_tail=tail)
+    return TrialResult.failed("crash", _death(rc), error_tail=log_tail)
+
+
+def tail(folder: Path) -> str | None:
+    """The end of a trial's output."""
+    try:
+        data = (folder / "log.txt").read_bytes()[-_TAIL_CHARS:]
+    except OSError:
+        return None
+    text = data.decode("utf-8", errors="replace").strip()
+    return text or None
 
 
 def _death(rc: int | None) -> str:
@@ -115,12 +148,3 @@ def _death(rc: int | None) -> str:
         hint = " (possibly the kernel's out-of-memory killer)" if -rc == signal.SIGKILL else ""
         return f"the trial process died of {name}{hint}"
     return f"the trial process exited with code {rc} without a result"
-
-
-def _tail(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()[-_TAIL_CHARS:]
-    except OSError:
-        return None
-    text = data.decode("utf-8", errors="replace").strip()
-    return text or None

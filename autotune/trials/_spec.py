@@ -77,6 +77,7 @@ class TrialResult:
     inputs: list[str] = field(default_factory=list)
     model: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # setup_s, compile_s, timing_s
     wall_time_s: float | None = None
 
     @property

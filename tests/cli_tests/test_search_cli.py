@@ -20,6 +20,13 @@ from autotune.records import RecordStore
 FAST = ["--measure-seconds", "0.2", "--device", "cpu"]
 
 
+@pytest.fixture(autouse=True)
+def _one_kernel_cache(tmp_path_factory, monkeypatch):
+    """The tests' studies share one kernel cache (a real study has its own): the warm host then
+    builds the C++ toolchain probes once per test session, not once per test."""
+    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
 def search(tmp_path: Path, model: str, *extra: str) -> tuple[int, str]:
     storage = f"sqlite:///{tmp_path}/autotune.db"
     out = str(tmp_path / "best_config.json")
@@ -166,7 +173,7 @@ def _sleepers() -> list[int]:
 
 
 def _trial_children() -> list[int]:
-    return _procs_with(b"autotune.trials._child")
+    return _procs_with(b"autotune.trials._child") + _procs_with(b"autotune.trials._host")
 
 
 @pytest.mark.slow

@@ -9,27 +9,45 @@ import time
 import pytest
 
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec
+from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
 
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
 
 
-def run(model: str, config: CompileConfig | None, budget: float = 120.0):
-    spec = TrialSpec(
-        model_path=model,
-        device="cpu",
-        config=config.to_dict() if config is not None else None,
-        budget_s=budget,
-        measure=FAST,
-    )
-    return SubprocessRunner().run(spec)
+@pytest.fixture(scope="module", params=["cold", "warm"])
+def runner(request, tmp_path_factory):
+    """Every test runs with a fresh process per trial and with forks of one warm host (the
+    host is shared by the module's tests: a trial must never disturb the next)."""
+    if request.param == "cold":
+        yield SubprocessRunner()
+        return
+    with WarmHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
+        yield warm
+
+
+@pytest.fixture
+def run(runner, tmp_path_factory):
+    cache = str(tmp_path_factory.getbasetemp() / "trial-cache")
+
+    def go(model: str, config: CompileConfig | None, budget: float = 120.0):
+        spec = TrialSpec(
+            model_path=model,
+            device="cpu",
+            config=config.to_dict() if config is not None else None,
+            budget_s=budget,
+            measure=FAST,
+            cache_dir=cache,
+        )
+        return runner.run(spec)
+
+    return go
 
 
 def aot(**kwargs) -> CompileConfig:
     return CompileConfig(backend="aot_eager", **kwargs)
 
 
-def test_eager_measured_against_itself_is_ok_and_near_one(model_file):
+def test_eager_measured_against_itself_is_ok_and_near_one(run, model_file):
     result = run(model_file("tiny"), None)
     assert result.status == "ok", result.error_tail
     assert result.compile_time_s is None
@@ -39,7 +57,7 @@ def test_eager_measured_against_itself_is_ok_and_near_one(model_file):
     assert result.inputs == ["(4x16:float32)"]
 
 
-def test_a_compiled_trial_records_its_measurements(model_file):
+def test_a_compiled_trial_records_its_measurements(run, model_file):
     result = run(model_file("shapes"), aot(dynamic=False))
     assert result.status == "ok", result.error_tail
     assert result.compile_time_s > 0
@@ -51,13 +69,13 @@ def test_a_compiled_trial_records_its_measurements(model_file):
     assert len(result.inputs) == 3
 
 
-def test_an_abort_under_the_compiler_is_a_crash_with_the_signal(model_file):
+def test_an_abort_under_the_compiler_is_a_crash_with_the_signal(run, model_file):
     result = run(model_file("crash_when_compiled"), aot())
     assert (result.status, result.failure_kind) == ("failed", "crash")
     assert "SIGABRT" in result.error
 
 
-def test_a_hang_is_killed_at_the_budget_with_everything_it_started(model_file):
+def test_a_hang_is_killed_at_the_budget_with_everything_it_started(run, model_file):
     started = time.monotonic()
     result = run(model_file("hang_when_compiled"), aot(), budget=12.0)
     assert result.failure_kind == "timeout"
@@ -65,44 +83,44 @@ def test_a_hang_is_killed_at_the_budget_with_everything_it_started(model_file):
     assert _sleepers() == []
 
 
-def test_an_allocation_failure_is_oom(model_file):
+def test_an_allocation_failure_is_oom(run, model_file):
     result = run(model_file("oom_when_compiled"), aot())
     assert result.failure_kind == "oom", result.error
     assert "allocate" in result.error_tail
 
 
-def test_fullgraph_on_a_breaking_model_is_a_graph_break(model_file):
+def test_fullgraph_on_a_breaking_model_is_a_graph_break(run, model_file):
     result = run(model_file("graph_break"), aot(fullgraph=True))
     assert result.failure_kind == "graph_break"
     assert "print" in result.error
 
 
-def test_graph_breaks_are_counted_without_fullgraph(model_file):
+def test_graph_breaks_are_counted_without_fullgraph(run, model_file):
     result = run(model_file("graph_break"), aot(fullgraph=False))
     assert result.status == "ok", result.error_tail
     assert result.graph_breaks >= 1 and result.graphs >= 2
     assert any("print" in reason for reason in result.graph_break_reasons)
 
 
-def test_a_backend_error_is_a_compile_error(model_file):
+def test_a_backend_error_is_a_compile_error(run, model_file):
     result = run(model_file("tiny"), CompileConfig(backend="relu_compile_error_TESTING_ONLY"))
     assert result.failure_kind == "compile_error"
     assert result.error_tail
 
 
-def test_outputs_that_differ_from_eager_fail_the_accuracy_gate(model_file):
+def test_outputs_that_differ_from_eager_fail_the_accuracy_gate(run, model_file):
     result = run(model_file("tiny"), CompileConfig(backend="relu_accuracy_error_TESTING_ONLY"))
     assert result.failure_kind == "accuracy"
     assert "tol" in result.error or "diff" in result.error
 
 
-def test_a_nondeterministic_model_is_a_model_error(model_file):
+def test_a_nondeterministic_model_is_a_model_error(run, model_file):
     result = run(model_file("nondeterministic"), None)
     assert result.failure_kind == "model_error"
     assert "not deterministic" in result.error
 
 
-def test_a_broken_model_file_is_a_model_error(model_file):
+def test_a_broken_model_file_is_a_model_error(run, model_file):
     result = run(model_file("returns_wrong_thing"), None)
     assert result.failure_kind == "model_error"
     assert "get_model" in result.error
@@ -127,3 +145,40 @@ def _no_leftovers():
     yield
     for pid in _sleepers():
         os.kill(pid, signal.SIGKILL)
+
+
+def test_a_dead_host_is_a_crash_and_the_next_trial_gets_a_new_host(tmp_path, model_file):
+    with WarmHostRunner(log_dir=str(tmp_path)) as warm:
+        spec = TrialSpec(model_path=model_file("hang_when_compiled"), device="cpu",
+                         config=aot().to_dict(), budget_s=60, measure=FAST)  # fmt: skip
+        first_host = None
+
+        def kill_host_soon():
+            nonlocal first_host
+            deadline = time.monotonic() + 60
+            while not _sleepers() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            first_host = warm._host.proc.pid
+            os.kill(first_host, signal.SIGKILL)
+
+        import threading
+
+        killer = threading.Thread(target=kill_host_soon)
+        killer.start()
+        result = warm.run(spec)
+        killer.join()
+        assert result.failure_kind == "crash" and "host" in result.error
+        assert _wait_for_no_sleepers(15)
+        ok = warm.run(TrialSpec(model_path=model_file("tiny"), device="cpu", config=None,
+                                measure=FAST))  # fmt: skip
+        assert ok.status == "ok", ok.error_tail
+        assert warm._host.proc.pid != first_host
+
+
+def _wait_for_no_sleepers(seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _sleepers():
+            return True
+        time.sleep(0.2)
+    return False

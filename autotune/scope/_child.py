@@ -1,0 +1,137 @@
+"""The analysis runs in a process of its own, like a trial: the parent never builds the model.
+
+Run as ``python -m autotune.scope._child SPEC.json RESULT.json``. The child leads its own
+process group, which is SIGKILLed when it ends or outlives its budget, and which it takes down
+itself when its parent dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+from autotune.errors import UsageError
+from autotune.scope._tree import ModelTree
+
+_TAIL_CHARS = 2000
+
+
+class ScopeAnalysisError(UsageError):
+    """The model's module tree could not be analyzed (its file or its eager run failed)."""
+
+
+def analyze_model_file(
+    model_path: str, device: str, *, seed: int = 0, budget_s: float = 600.0
+) -> ModelTree:
+    """Builds the model of a model file in a child process and analyzes it there.
+
+    Raises:
+        ScopeAnalysisError: The model file, the model's eager run or the process failed, or
+            it outlived ``budget_s``; the message carries the reason.
+    """
+    spec = {"model_path": model_path, "device": device, "seed": seed}
+    with tempfile.TemporaryDirectory(prefix="autotune-scope-") as tmp:
+        folder = Path(tmp)
+        (folder / "spec.json").write_text(json.dumps(spec))
+        rc = _spawn(folder, budget_s)
+        result = _read(folder / "result.json")
+        tail = _tail(folder / "log.txt")
+    if result is not None and "tree" in result:
+        return ModelTree.from_dict(result["tree"])
+    why = result["error"] if result is not None else _death(rc, budget_s)
+    raise ScopeAnalysisError(
+        f"Cannot analyze the module tree of {model_path} on {device}: {why}. The scope search "
+        f"needs the model to run in eager mode; fix the model file.\n{tail or ''}".rstrip()
+    )
+
+
+def _spawn(folder: Path, budget_s: float) -> int | None:
+    argv = [sys.executable, "-m", "autotune.scope._child",
+            str(folder / "spec.json"), str(folder / "result.json")]  # fmt: skip
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    with open(folder / "log.txt", "wb") as log:
+        proc = subprocess.Popen(
+            argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            return proc.wait(timeout=budget_s)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def _death(rc: int | None, budget_s: float) -> str:
+    if rc is None:
+        return f"still running after the budget of {budget_s:g} s; killed"
+    if rc < 0:
+        return f"the analysis process died of {signal.Signals(-rc).name}"
+    return f"the analysis process exited with code {rc} without a result"
+
+
+def _tail(path: Path) -> str | None:
+    try:
+        text = path.read_bytes()[-_TAIL_CHARS:].decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def main(argv: list[str]) -> int:
+    from autotune.trials._guard import die_with_parent
+
+    die_with_parent()
+    spec = json.loads(Path(argv[1]).read_text())
+    try:
+        payload: dict[str, Any] = {"tree": _analyze(**spec).to_dict()}
+    except Exception as exc:
+        traceback.print_exc()
+        lines = str(exc).strip().splitlines()
+        payload = {"error": f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")}
+    out = Path(argv[2])
+    out.with_suffix(".tmp").write_text(json.dumps(payload))
+    os.replace(out.with_suffix(".tmp"), out)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown, as a trial does: nothing it started may keep it alive.
+    os._exit(0)
+
+
+def _analyze(model_path: str, device: str, seed: int) -> ModelTree:
+    import torch
+
+    from autotune.scope._analysis import analyze_module
+    from autotune.workload import build_calls, build_model, load_model_file
+
+    module = load_model_file(model_path)
+    torch.manual_seed(seed)
+    model = build_model(module, device).eval()
+    torch.manual_seed(seed)
+    calls = build_calls(module, device)
+    with torch.no_grad():
+        return analyze_module(model, lambda: [model(*c.args, **c.kwargs) for c in calls], device)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,157 @@
+"""Trials forked from a warm host: the isolation of a fresh process without its start-up tax.
+
+A fresh Python process spends seconds importing torch and Inductor and probing the C++
+toolchain before a trial does any work. The host pays that once; each trial is a fork of it,
+in a session of its own, so a crash, hang, leak or config change in one trial cannot reach the
+next. If the host dies, the trial in flight is a ``crash`` and the next trial starts a new host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from autotune.trials import _runner
+from autotune.trials._spec import TrialResult, TrialSpec
+
+_READY_TIMEOUT_S = 600.0
+_REPLY_TIMEOUT_S = 60.0
+
+
+class HostDied(Exception):
+    """The host closed its pipe or did not answer in time."""
+
+
+class _Host:
+    """One host process and its JSON-lines pipe."""
+
+    def __init__(self, python: str, env: dict[str, str], log: Path) -> None:
+        with open(log, "ab") as err:
+            self.proc = subprocess.Popen(
+                [python, "-m", "autotune.trials._host"], env=env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=err, start_new_session=True,
+            )  # fmt: skip
+        _runner.track(self.proc.pid)
+        self.log = log
+        self._buffer = b""
+        self.ready: dict[str, Any] | None = None
+
+    def wait_ready(self) -> dict[str, Any]:
+        if self.ready is None:
+            self.ready = self.recv(_READY_TIMEOUT_S)
+            if self.ready is None:
+                raise HostDied(f"the trial host did not warm up in {_READY_TIMEOUT_S:g} s")
+        return self.ready
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError) as exc:
+            raise HostDied("the trial host is gone") from exc
+
+    def recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next message, or None when ``timeout`` passes first."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise HostDied(f"the trial host exited (see {self.log})")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _runner.kill_group(self.proc.pid)
+            self.proc.wait()
+        _runner.untrack(self.proc.pid)
+
+
+class WarmHostRunner:
+    """Runs each trial as a fork of a warm host process (the default runner).
+
+    Use it as a context manager, or call :meth:`close`, so the host goes when the study does.
+    """
+
+    def __init__(self, python: str = sys.executable, log_dir: str | None = None) -> None:
+        self.python = python
+        self.log_dir = log_dir
+        self._host: _Host | None = None
+        self._host_cache: str | None = None
+
+    def __enter__(self) -> WarmHostRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._host is not None:
+            self._host.close()
+            self._host = None
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="autotune-trial-") as tmp:
+            folder = Path(tmp)
+            (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
+            try:
+                rc, timed_out = self._run_in_host(spec, folder)
+                result = _runner.outcome(folder, rc, timed_out, spec.budget_s)
+            except HostDied as exc:
+                self.close()
+                result = TrialResult.failed("crash", str(exc), error_tail=_runner.tail(folder))
+        result.wall_time_s = time.monotonic() - started
+        return result
+
+    def _run_in_host(self, spec: TrialSpec, folder: Path) -> tuple[int | None, bool]:
+        host = self._ensure_host(spec)
+        host.send({
+            "spec": str(folder / "spec.json"), "result": str(folder / "result.json"),
+            "log": str(folder / "log.txt"), "env": _runner.cache_env(spec),
+        })  # fmt: skip
+        started = host.recv(_REPLY_TIMEOUT_S)
+        if started is None:
+            raise HostDied("the trial host did not start the trial")
+        pid = int(started["started"])
+        _runner.track(pid)
+        try:
+            exited = host.recv(spec.budget_s)
+            if exited is None:
+                _runner.kill_group(pid)
+                host.recv(_REPLY_TIMEOUT_S)
+                return None, True
+            return int(exited["returncode"]), False
+        finally:
+            _runner.kill_group(pid)
+            _runner.untrack(pid)
+
+    def _ensure_host(self, spec: TrialSpec) -> _Host:
+        if self._host is not None and self._host_cache != spec.cache_dir:
+            self.close()
+        if self._host is None:
+            env = {**_runner.child_env(), **_runner.cache_env(spec)}
+            folder = Path(self.log_dir or spec.cache_dir or tempfile.gettempdir())
+            folder.mkdir(parents=True, exist_ok=True)
+            log = folder / f"autotune-host-{os.getpid()}.log"
+            self._host, self._host_cache = _Host(self.python, env, log), spec.cache_dir
+        self._host.wait_ready()
+        return self._host
