@@ -67,6 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _search_arguments(search)
     search.set_defaults(run=_run_search)
+    from autotune.cli_spaces import add_spaces_parser
+
+    add_spaces_parser(sub)
     return parser
 
 
@@ -132,6 +135,26 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         default="warm",
         help="warm: fork each trial from a host that already imported torch and "
         "Inductor (default); cold: a fresh Python process per trial",
+    )
+    p.add_argument(
+        "--scope",
+        choices=("search", "whole"),
+        default="search",
+        help="search: probe the model's parts and search which to compile (whole, "
+        "regional blocks, children, some kept eager; default); whole: compile "
+        "the whole model only",
+    )
+    p.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        help="trials run at once (CPU only; each job gets its own cores; default 1)",
+    )
+    p.add_argument(
+        "--allow-numerics-changes",
+        action="store_true",
+        help="also search the space's [numerics] knobs (fast math etc.), held to a "
+        "10x looser correctness tolerance",
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks")  # fmt: skip
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,17 +22,44 @@ def run_search(args: argparse.Namespace) -> int:
 
     request = _request(args)
     request.cache_dir = args.cache_dir or default_cache_dir(request.study_name)
-    with WarmHostRunner() if args.trial_host == "warm" else SubprocessRunner() as runner:
-        return _search(args, request, runner)
+    kind = WarmHostRunner if args.trial_host == "warm" else SubprocessRunner
+    runners = [kind(cores=cores) for cores in _core_sets(args.jobs, request.settings.device)]
+    try:
+        return _search(args, request, runners)
+    finally:
+        for runner in runners:
+            runner.close()
 
 
-def _search(args: argparse.Namespace, request: SearchRequest, runner: TrialRunner) -> int:
+def _core_sets(jobs: int, device: str) -> list[list[int] | None]:
+    """Disjoint CPU cores per job, so parallel trials neither oversubscribe nor share cores."""
+    if jobs == 1:
+        return [None]
+    if not device.startswith("cpu"):
+        raise UsageError(
+            f"--jobs {jobs} needs --device cpu: trials sharing one GPU would time each other. "
+            "Run one search per GPU (e.g. --device cuda:0, --device cuda:1) on one --study "
+            "and --storage instead."
+        )
+    cores = sorted(os.sched_getaffinity(0))
+    if jobs > len(cores):
+        raise UsageError(
+            f"--jobs {jobs} is more than the {len(cores)} CPU cores this process may use; "
+            f"pass --jobs {len(cores)} or fewer (each job gets cores of its own)."
+        )
+    share = len(cores) // jobs
+    return [cores[i * share : (i + 1) * share] for i in range(jobs)]
+
+
+def _search(
+    args: argparse.Namespace, request: SearchRequest, runners: Sequence[TrialRunner]
+) -> int:
     from autotune import report
     from autotune.study import Search, best_config
 
     search = Search(
         request,
-        runner,
+        runners,
         on_record=lambda r: print(report.trial_line(r), flush=True),
         on_note=lambda note: print(note, flush=True),
     )
@@ -65,7 +94,11 @@ def _request(args: argparse.Namespace) -> SearchRequest:
             f"--device {device} needs CUDA, but this torch ({torch.__version__}) sees no CUDA "
             "device. Pass --device cpu, or install a CUDA build of torch on a GPU machine."
         )
-    space = load_space(args.space or device.split(":")[0], device)
+    space = load_space(
+        args.space or device.split(":")[0],
+        device,
+        allow_numerics_changes=args.allow_numerics_changes,
+    )
     settings = StudySettings(
         model_path=str(model),
         device=device,
@@ -76,6 +109,7 @@ def _request(args: argparse.Namespace) -> SearchRequest:
         compile_budget_s=args.compile_budget,
         measure=MeasureSettings(target_seconds=args.measure_seconds),
         sampler=args.sampler,
+        scope=args.scope,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     return SearchRequest(study, args.storage, settings, args.trials, args.timeout)

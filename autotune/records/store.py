@@ -196,6 +196,29 @@ class RecordStore:
             settings_json = conn.execute(query).scalar_one_or_none()
         return None if settings_json is None else dict(json.loads(settings_json))
 
+    def settle_study_setting(self, name: str, key: str, value: Any) -> dict[str, Any]:
+        """Stores ``settings[key] = value`` for study ``name`` unless another process stored
+        one first (first write wins), and returns the stored settings either way."""
+        with self._engine.begin() as conn:
+            # Touching the row first locks it (as in add_trial): racing writers queue here.
+            conn.execute(
+                studies_table.update()
+                .where(studies_table.c.study_name == name)
+                .values(updated_at=_utcnow())
+            )
+            query = sa.select(studies_table.c.settings_json).where(
+                studies_table.c.study_name == name
+            )
+            settings = dict(json.loads(conn.execute(query).scalar_one()))
+            if settings.get(key) is None:
+                settings[key] = value
+                conn.execute(
+                    studies_table.update()
+                    .where(studies_table.c.study_name == name)
+                    .values(settings_json=_dumps(settings, "settings"))
+                )
+        return settings
+
     def add_trial(self, study_name: str, record: TrialRecord) -> None:
         """Writes ``record`` into study ``study_name``, replacing any row with its trial number."""
         row = _to_row(study_name, record)

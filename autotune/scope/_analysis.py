@@ -6,6 +6,7 @@ study process, so that building a model on CUDA never initializes CUDA in the pa
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -53,14 +54,14 @@ def analyze_module(
         timing = _profile(model, hooked, sweep, device, target_s)
     describe = _Describer(model, timing, units)
     return ModelTree(
-        root_class=type(model).__qualname__,
+        root_class=type(model).__name__,
         parameters=_parameters(model),
         children=tuple(describe(path) for path in children),
         units=tuple(describe(path) for path in units),
         blocks=tuple(
             BlockClass(name, tuple(describe(p) for p in paths)) for name, paths in blocks
         ),
-        eager_time_s=None if timing is None else timing.seconds[""] / timing.passes,
+        eager_time_s=None if timing is None else timing.seconds.get("", 0.0) / timing.passes,
     )
 
 
@@ -111,8 +112,8 @@ def _under(path: str, ancestor: str) -> bool:
 
 
 def _class_name(cls: type, others: list[type]) -> str:
-    clash = any(o is not cls and o.__qualname__ == cls.__qualname__ for o in others)
-    return f"{cls.__module__}.{cls.__qualname__}" if clash else cls.__qualname__
+    clash = any(o is not cls and o.__name__ == cls.__name__ for o in others)
+    return f"{cls.__module__}.{cls.__qualname__}" if clash else cls.__name__
 
 
 def _parameters(module: nn.Module) -> int:
@@ -200,7 +201,7 @@ class _Describer:
 
     def __call__(self, path: str) -> ModulePart:
         module = self.model.get_submodule(path)
-        part = ModulePart(path, type(module).__qualname__, _parameters(module))
+        part = ModulePart(path, type(module).__name__, _parameters(module))
         if self.timing is None:
             return part
         covered = [path] if _has_forward(module) else [u for u in self.units if _under(u, path)]
@@ -208,5 +209,4 @@ class _Describer:
         calls = sum(self.timing.calls.get(p, 0) for p in covered)
         total = self.timing.seconds.get("", 0.0)
         share = seconds / total if total > 0 else None
-        return ModulePart(part.path, part.module_class, part.parameters,
-                          round(calls / self.timing.passes), share)  # fmt: skip
+        return dataclasses.replace(part, calls=round(calls / self.timing.passes), time_share=share)

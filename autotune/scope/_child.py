@@ -19,12 +19,21 @@ from typing import Any
 
 from autotune.errors import UsageError
 from autotune.scope._tree import ModelTree
+from autotune.trials import _runner
 
 _TAIL_CHARS = 2000
 
 
 class ScopeAnalysisError(UsageError):
-    """The model's module tree could not be analyzed (its file or its eager run failed)."""
+    """The model's module tree could not be analyzed (its file or its eager run failed).
+
+    Attributes:
+        tail: The end of the analysis process's output (its traceback), if any.
+    """
+
+    def __init__(self, message: str, tail: str | None = None) -> None:
+        super().__init__(message)
+        self.tail = tail
 
 
 def analyze_model_file(
@@ -48,31 +57,29 @@ def analyze_model_file(
     why = result["error"] if result is not None else _death(rc, budget_s)
     raise ScopeAnalysisError(
         f"Cannot analyze the module tree of {model_path} on {device}: {why}. The scope search "
-        f"needs the model to run in eager mode; fix the model file.\n{tail or ''}".rstrip()
+        "needs the model to build and run in eager mode; fix the model file.",
+        tail,
     )
 
 
 def _spawn(folder: Path, budget_s: float) -> int | None:
     argv = [sys.executable, "-m", "autotune.scope._child",
             str(folder / "spec.json"), str(folder / "result.json")]  # fmt: skip
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     with open(folder / "log.txt", "wb") as log:
         proc = subprocess.Popen(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            argv, env=_runner.child_env(), stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
+        # Tracked like a trial: an interrupted study (kill_all_trials) takes it down too.
+        _runner.track(proc.pid)
         try:
             return proc.wait(timeout=budget_s)
         except subprocess.TimeoutExpired:
             return None
         finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _runner.kill_group(proc.pid)
             proc.wait()
+            _runner.untrack(proc.pid)
 
 
 def _read(path: Path) -> dict[str, Any] | None:

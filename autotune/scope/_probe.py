@@ -12,6 +12,7 @@ for the same fact).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,8 +101,15 @@ class ProbeResult:
         """Whether the target is kept eager everywhere."""
         return not self.compilable
 
+    def brief(self) -> str:
+        """One human line, e.g. ``unit crashy: crash (the trial process died of SIGABRT)``."""
+        line = f"{self.kind} {self.target}: {self.status}"
+        if self.compile_time_s is not None:
+            line += f", compile {self.compile_time_s:.1f}s"
+        return line + (f" ({self.reason})" if self.reason else "")
+
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "paths": list(self.paths)}
+        return {**dataclasses.asdict(self), "paths": list(self.paths)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:

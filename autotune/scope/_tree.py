@@ -12,7 +12,7 @@ class ModulePart:
 
     Attributes:
         path: Dotted path from the root, e.g. ``encoder.layer.0``.
-        module_class: The qualified name of its class, e.g. ``BertLayer``.
+        module_class: The name of its class, e.g. ``BertLayer``.
         parameters: Its parameter count (a tensor shared by two submodules counts once).
         calls: How many times one eager pass over the inputs ran its forward; for a container
             without a forward (``ModuleList``), its parts' calls.
@@ -44,7 +44,7 @@ class BlockClass:
     """A repeated block class: its instances are compiled one by one and share one graph.
 
     Attributes:
-        name: The class's qualified name (module-qualified when two classes share it).
+        name: The class name (module-qualified when two classes share it).
         instances: The instances, outermost only, in model order.
     """
 
@@ -80,7 +80,7 @@ class ModelTree:
     """What a scope search needs to know about a model's structure and eager time.
 
     Attributes:
-        root_class: The qualified name of the model's class.
+        root_class: The name of the model's class.
         parameters: The model's parameter count.
         children: The top-level children.
         units: What compiling "the top-level children" means: the top-level children, with

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from autotune.space._file import SpaceError, builtin_names
+from autotune.space._file import SpaceError, builtin_descriptions, builtin_names
+from autotune.space._knob import Knob, Range
 from autotune.space._space import (
-    Knob,
     SearchSpace,
     config_from_values,
     load_space,
     space_from_dict,
 )
+from autotune.space._validate import describe_knob
 
 __all__ = [
     "Knob",
+    "Range",
     "SearchSpace",
     "SpaceError",
+    "builtin_descriptions",
     "builtin_names",
     "config_from_values",
+    "describe_knob",
     "load_space",
     "space_from_dict",
 ]

@@ -1,4 +1,4 @@
-"""Knob conditions (``when = "compile.mode == 'max-autotune'"``): parsed, interpreted, never eval'd.
+"""Knob conditions (``when = "compile.mode == 'max-autotune'"``): parsed, interpreted, no eval.
 
 A condition is a Python-like expression read with :func:`ast.parse` and interpreted here over a
 whitelist of node types, so a space file can never run code. It may use knob names
@@ -58,7 +58,7 @@ class Condition:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]
-                for left, op, right in zip(operands, node.ops, operands[1:]):
+                for left, op, right in zip(operands[:-1], node.ops, operands[1:], strict=True):
                     yield from _pair(left, op, right)
 
 
@@ -135,7 +135,7 @@ def _value(node: ast.expr, env: Mapping[str, Any]) -> Any:
         operands = [node.left, *node.comparators]
         return all(
             _compare(op, _value(a, env), _value(b, env))
-            for a, op, b in zip(operands, node.ops, operands[1:])
+            for a, op, b in zip(operands[:-1], node.ops, operands[1:], strict=True)
         )
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(e) for e in node.elts]

@@ -21,16 +21,28 @@ class SpaceError(UsageError):
 
 
 def builtin_names() -> list[str]:
+    """The names of the built-in spaces (``search_spaces/*.toml``)."""
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
 
 
-def resolve(name_or_path: str) -> Path:
-    """A path as given, or the built-in space of that name."""
+def builtin_descriptions() -> dict[str, str]:
+    """Name -> description of every built-in space (read without importing torch)."""
+    return {
+        name: str(read(BUILTIN_DIR / f"{name}.toml").get("description", ""))
+        for name in builtin_names()
+    }
+
+
+def resolve(name_or_path: str, base_dir: Path | None = None) -> Path:
+    """A path as given (relative to ``base_dir``, default the current folder), or the built-in
+    space of that name."""
     path = Path(name_or_path)
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
             raise SpaceError(
-                f"The search-space file {name_or_path!r} does not exist. Pass a TOML file or the "
+                f"The search-space file {str(path)!r} does not exist. Pass a TOML file or the "
                 f"name of a built-in space ({', '.join(builtin_names())})."
             )
         return path.resolve()
@@ -44,8 +56,11 @@ def resolve(name_or_path: str) -> Path:
 
 
 def read(path: Path) -> dict[str, Any]:
+    """The TOML document of ``path``."""
     try:
         with path.open("rb") as f:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise SpaceError(f"The search-space file {path} is not valid TOML: {exc}.") from exc
+    except OSError as exc:
+        raise SpaceError(f"The search-space file {path} cannot be read: {exc}.") from exc

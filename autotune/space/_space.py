@@ -4,70 +4,98 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.runtime.config import CompileConfig
-from autotune.space import _file, _validate
+from autotune.space import _build, _extends, _file, _graph
 from autotune.space._file import SpaceError
+from autotune.space._knob import Knob
+from autotune.space._validate import NUMERICS_KNOBS
 
 if TYPE_CHECKING:
     import optuna
 
 
 @dataclass(frozen=True)
-class Knob:
-    """One searched (or fixed, with a single choice) setting."""
-
-    layer: str
-    name: str
-    choices: tuple[Any, ...]
-
-    @property
-    def param(self) -> str:
-        """The Optuna parameter name, e.g. ``inductor.freezing``."""
-        return f"{self.layer}.{self.name}"
-
-
-@dataclass(frozen=True)
 class SearchSpace:
-    """Knobs of the compile, inductor and dynamo layers, validated for one device."""
+    """Knobs of the compile, inductor and dynamo layers, validated for one device.
+
+    Attributes:
+        name: The space's name (its file's stem unless the file names it).
+        knobs: Every knob searched (or fixed), in file order; the ``[numerics]`` group last.
+        notes: Remarks worth printing (knobs that do nothing on the device, ...).
+        description: One line saying what the space is for.
+        device: The device the space was validated for (``cpu``, ``cuda``, ``cuda:1``).
+        workload: What is measured (``infer``); conditions may read it.
+    """
 
     name: str
     knobs: tuple[Knob, ...]
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    description: str = ""
+    device: str = "cpu"
+    workload: str = "infer"
 
     @property
+    def searches_numerics(self) -> bool:
+        """The opt-in ``[numerics]`` group is part of the search."""
+        return any(k.numerics for k in self.knobs)
+
+    @cached_property
     def size(self) -> int:
-        """How many distinct configurations the space holds."""
-        return math.prod(len(k.choices) for k in self.knobs)
+        """How many distinct configurations the space holds (inactive knobs count once)."""
+        return self._plan.count(self._context)
+
+    @cached_property
+    def _plan(self) -> _graph.Plan:
+        return _graph.make_plan(self.knobs)
+
+    @cached_property
+    def _context(self) -> dict[str, Any]:
+        return _build.make_context(self.device, self.workload, list(self.knobs))
 
     def to_dict(self) -> dict[str, Any]:
+        """The resolved space (``extends`` merged), in the file format; stored with the study."""
         tables: dict[str, Any] = {"name": self.name}
+        if self.description:
+            tables["description"] = self.description
+        if self.searches_numerics:
+            tables["allow_numerics_changes"] = True
         for knob in self.knobs:
-            tables.setdefault(knob.layer, {})[knob.name] = list(knob.choices)
+            group = tables.setdefault("numerics", {}) if knob.numerics else tables
+            group.setdefault(knob.layer, {})[knob.name] = knob.to_value()
         return tables
 
     def content_hash(self) -> str:
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """First 16 hex digits of the sha256 of :meth:`to_dict` (the description left out)."""
+        content = {k: v for k, v in self.to_dict().items() if k != "description"}
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def suggest(self, trial: optuna.Trial) -> CompileConfig:
-        """Draws one configuration: every knob with several choices is an Optuna parameter."""
-        values = {
-            k.param: trial.suggest_categorical(k.param, list(k.choices))
-            if len(k.choices) > 1
-            else k.choices[0]
-            for k in self.knobs
-        }
-        return config_from_values(values)
+        """Draws one configuration, define-by-run: a knob whose condition is false is not
+        suggested (not an Optuna param of the trial) and not in the configuration."""
+        return config_from_values(self._plan.assign(lambda k: k.draw(trial), self._context))
 
     def config_from_params(self, params: dict[str, Any]) -> CompileConfig:
         """The configuration of a finished trial, from its Optuna params (fixed knobs added)."""
-        values = {k.param: params.get(k.param, k.choices[0]) for k in self.knobs}
-        return config_from_values(values)
+
+        def pick(knob: Knob) -> Any:
+            return knob.from_param(params[knob.param]) if knob.param in params else knob.first()
+
+        return config_from_values(self._plan.assign(pick, self._context))
+
+    def relaxes_numerics(self, config: CompileConfig) -> bool:
+        """True when ``config`` sets a numerics-changing knob (one of the ``[numerics]`` group,
+        or a knob known to change numerics) to a value other than torch's default."""
+        numerics = {k.param for k in self.knobs if k.numerics} | NUMERICS_KNOBS
+        present = {f"inductor.{k}" for k in config.options} | {
+            f"dynamo.{k}" for k in config.dynamo
+        }
+        return bool(numerics & present)
 
 
 def config_from_values(values: dict[str, Any]) -> CompileConfig:
@@ -99,32 +127,78 @@ def _non_default(values: dict[str, Any], config: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k not in defaults or defaults[k] != v}
 
 
-def load_space(name_or_path: str, device: str) -> SearchSpace:
+def load_space(
+    name_or_path: str,
+    device: str,
+    *,
+    workload: str = "infer",
+    allow_numerics_changes: bool = False,
+) -> SearchSpace:
     """Reads, validates (against the installed torch) and returns a search space.
 
+    Args:
+        name_or_path: A built-in space (``cpu``, ``cuda``, ``quick``) or a ``.toml`` path.
+        device: ``cpu``, ``cuda`` or ``cuda:N``: validation and conditions depend on it.
+        workload: What is measured; conditions may read it.
+        allow_numerics_changes: Also search the ``[numerics]`` group.
+
     Raises:
-        SpaceError: listing every problem of the file at once.
+        SpaceError: Listing every problem of the file (and of the spaces it extends) at once.
+
+    Example:
+        >>> space = load_space("quick", "cpu")  # doctest: +SKIP
+        >>> space.suggest(optuna.create_study().ask()).brief()  # doctest: +SKIP
     """
     path = _file.resolve(name_or_path)
-    return space_from_dict(_file.read(path), device, source=str(path))
+    raw, problems = _extends.resolve(_file.read(path), path.parent)
+    return _make(raw, problems, device, str(path), workload, allow_numerics_changes)
 
 
-def space_from_dict(raw: dict[str, Any], device: str, source: str = "<dict>") -> SearchSpace:
-    problems, notes = _validate.validate(raw, device)
+def space_from_dict(
+    raw: dict[str, Any],
+    device: str,
+    source: str = "<dict>",
+    *,
+    workload: str = "infer",
+    allow_numerics_changes: bool = False,
+) -> SearchSpace:
+    """A space from its dict form (a stored :meth:`SearchSpace.to_dict`, or a parsed file whose
+    relative ``extends`` paths are taken from the current folder).
+
+    Raises:
+        SpaceError: Listing every problem at once.
+    """
+    resolved, problems = _extends.resolve(raw, Path.cwd())
+    return _make(resolved, problems, device, source, workload, allow_numerics_changes)
+
+
+def _make(
+    raw: dict[str, Any],
+    problems: list[str],
+    device: str,
+    source: str,
+    workload: str,
+    allow_numerics: bool,
+) -> SearchSpace:
+    built = _build.build(raw, device, workload, allow_numerics)
+    problems = problems + built.problems
     if problems:
-        listed = "; ".join(problems)
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        listed = "\n".join(f"  - {p}" for p in problems)
         raise SpaceError(
-            f"The search space {source} cannot be used ({len(problems)} problem"
-            f"{'s' if len(problems) > 1 else ''}): {listed}. Fix the file; `torch._inductor."
-            "list_options()` lists the Inductor knobs of the installed torch."
+            f"The search space {source} cannot be used ({count}):\n{listed}\nFix the space; "
+            "`autotune spaces --show NAME` prints a built-in space with the type and default "
+            "of each knob, and `torch._inductor.list_options()` lists the Inductor knobs of the "
+            "installed torch."
         )
-    knobs = tuple(
-        Knob(layer, name, tuple(value if isinstance(value, list) else [value]))
-        for layer in _validate.LAYERS
-        for name, value in raw.get(layer, {}).items()
+    return SearchSpace(
+        name=str(raw.get("name") or Path(source).stem),
+        knobs=tuple(built.knobs),
+        notes=tuple(built.notes),
+        description=str(raw.get("description", "")),
+        device=device,
+        workload=workload,
     )
-    name = str(raw.get("name") or Path(source).stem)
-    return SearchSpace(name=name, knobs=knobs, notes=tuple(notes))
 
 
 def _layer(values: dict[str, Any], layer: str) -> dict[str, Any]:

@@ -1,105 +1,163 @@
-"""Validates a raw search space against the installed torch, listing every problem at once."""
+"""Checks one knob against the installed torch: the key exists, its values fit what it accepts."""
 
 from __future__ import annotations
 
-import difflib
+import os
 from typing import Any
 
 from autotune.space import _types
+from autotune.space._knob import Knob, did_you_mean
 
 LAYERS = ("compile", "inductor", "dynamo")
+NUMERICS_LAYERS = ("inductor", "dynamo")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 COMPILE_KEYS = ("backend", "mode", "dynamic", "fullgraph")
-TOP_KEYS = (*LAYERS, "name", "description")
+_COMPILE_TYPES = {
+    "backend": "backend",
+    "mode": "mode",
+    "dynamic": 'bool | "auto"',
+    "fullgraph": "bool",
+}
+COMPILE_DEFAULTS: dict[str, Any] = {
+    "backend": "inductor",
+    "mode": "default",
+    "dynamic": "auto",
+    "fullgraph": False,
+}
+
+NUMERICS_KNOBS = frozenset(
+    {
+        "inductor.cpp.enable_unsafe_math_opt_flag",
+        "inductor.cpp.enable_floating_point_contract_flag",
+        "inductor.emulate_precision_casts",
+        "inductor.emulate_precision_casts_on_saved_tensors",
+        "inductor.use_fast_math",
+        "inductor.cuda.use_fast_math",
+        "inductor.cutlass.use_fast_math",
+        "inductor.triton.codegen_upcast_to_fp32",
+    }
+)
+"""Knobs that change numerics on purpose: outside ``[numerics]``, only torch's default is valid."""
+
+# Ranges Inductor/Dynamo accept without saying so: (low, high), None for unbounded.
+_BOUNDS: dict[str, tuple[int | None, int | None]] = {
+    "inductor.triton.max_tiles": (1, 3),
+    "inductor.max_fusion_size": (1, None),
+    "inductor.cpp.max_horizontal_fusion_size": (0, None),
+    "inductor.cpp.min_chunk_size": (1, None),
+    "inductor.realize_opcount_threshold": (0, None),
+    "dynamo.recompile_limit": (1, None),
+    "dynamo.accumulated_recompile_limit": (1, None),
+}
+_ONE_OF: dict[str, tuple[str, ...]] = {
+    "inductor.cpp.enable_floating_point_contract_flag": ("off", "on", "fast"),
+}
+_BACKEND_LISTS = ("inductor.max_autotune_gemm_backends", "inductor.max_autotune_conv_backends")
+_GEMM_BACKENDS = ("ATEN", "TRITON", "CPP", "CUTLASS", "CUTEDSL", "NVGEMM", "CK", "CKTILE")
+_GPU_ONLY = frozenset(
+    {"coordinate_descent_tuning", "max_autotune_gemm_search_space", "use_fast_math"}
+)
+_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+_MAX_CHECKED = 4096
 
 
-def validate(raw: dict[str, Any], device: str) -> tuple[list[str], list[str]]:
-    """Returns (problems, notes): problems refuse the space, notes are worth printing."""
-    problems: list[str] = []
-    notes: list[str] = []
-    for key in raw:
-        if key not in TOP_KEYS:
-            problems.append(f"unknown table [{key}]{_did_you_mean(key, TOP_KEYS)}")
-    for layer in LAYERS:
-        table = raw.get(layer, {})
-        if not isinstance(table, dict):
-            problems.append(f"[{layer}] must be a table of knob = [choices], got {table!r}")
-            continue
-        for name, value in table.items():
-            choices = value if isinstance(value, list) else [value]
-            bad = _check_choices(layer, name, choices)
-            if bad:
-                problems.extend(bad)
-                continue
-            problems.extend(_CHECKERS[layer](name, choices, device))
-            notes.extend(_inert(layer, name, device))
-    return problems, notes
+def knob_problems(knob: Knob, device: str, machine_checks: bool = True) -> list[str]:
+    """Every problem of one knob; ``machine_checks=False`` skips the checks of this CPU."""
+    values = _checked_values(knob)
+    if knob.layer == "compile":
+        if knob.range is not None:
+            return [f"compile.{knob.name}: give a list of choices, not a range"]
+        return _check_compile(knob.name, values)
+    problems = _check_config(knob.layer, knob.name, values)
+    if problems:
+        return problems
+    problems = _bounds(knob.param, values) or _numerics(knob)
+    if knob.param == "inductor.cpp.simdlen" and machine_checks and device.startswith("cpu"):
+        problems += _simdlen(values)
+    return problems
 
 
-def _check_choices(layer: str, name: str, choices: list[Any]) -> list[str]:
-    if not choices:
-        return [f"{layer}.{name}: the list of choices is empty; give at least one value"]
-    bad = [c for c in choices if not _types.is_scalar(c)]
-    if bad:
-        return [f"{layer}.{name}: choices must be booleans, numbers or strings, got {bad[0]!r}"]
-    if len(set(map(repr, choices))) != len(choices):
-        return [f"{layer}.{name}: the choices {choices!r} repeat a value"]
+def knob_notes(knob: Knob, device: str) -> list[str]:
+    """Remarks worth printing: knobs that do nothing on ``device``, oversubscribed threads."""
+    on_cpu = device.startswith("cpu")
+    name = knob.name
+    if knob.param == "compile.mode" and on_cpu:
+        graphs = [m for m in knob.values() if m in _CUDA_GRAPH_MODES]
+        if graphs:
+            return [f"compile.mode {', '.join(graphs)} add CUDA graphs, which do nothing on cpu"]
+    if knob.layer != "inductor":
+        return []
+    if on_cpu and (name.startswith("triton.") or name in _GPU_ONLY):
+        return [f"inductor.{name} does nothing on {device} (it affects Triton/GPU code only)"]
+    if not on_cpu and name.startswith("cpp."):
+        return [f"inductor.{name} does nothing on {device} (it affects C++/CPU code only)"]
+    cores = os.cpu_count() or 1
+    if name == "cpp.threads" and any(isinstance(v, int) and v > cores for v in knob.values()):
+        return [f"inductor.cpp.threads above this machine's {cores} CPUs oversubscribes them"]
     return []
 
 
-def _check_compile(name: str, choices: list[Any], device: str) -> list[str]:
+def describe_knob(knob: Knob) -> tuple[str, Any]:
+    """The knob's type and default on the installed torch, e.g. ``("int | None", None)``."""
+    if knob.layer == "compile":
+        return _COMPILE_TYPES[knob.name], COMPILE_DEFAULTS[knob.name]
+    config = torch_config(knob.layer)
+    return _types.describe(config.get_type(knob.name)), config.get_config_copy()[knob.name]
+
+
+def value_problems(layer: str, name: str, value: Any) -> list[str]:
+    """Why ``layer.name`` cannot take ``value`` on the installed torch; empty if it can."""
+    if layer == "compile":
+        return _check_compile(name, [value])
+    return _check_config(layer, name, [value]) or _bounds(f"{layer}.{name}", [value])
+
+
+def _checked_values(knob: Knob) -> list[Any]:
+    if knob.range is not None and knob.count > _MAX_CHECKED:
+        return [knob.range.low, knob.range.high]
+    return knob.values()
+
+
+def _check_compile(name: str, values: list[Any]) -> list[str]:
     import torch._dynamo
 
     key = f"compile.{name}"
     if name not in COMPILE_KEYS:
-        return [f"unknown key {key}{_did_you_mean(name, COMPILE_KEYS)}"]
+        return [f"unknown key {key}{did_you_mean(name, COMPILE_KEYS)}"]
     if name == "mode":
         return [
-            f"{key}: {c!r} is not a mode; use one of {', '.join(MODES)}"
-            for c in choices
-            if c not in MODES
+            f"{key}: {v!r} is not a mode; use one of {', '.join(MODES)}"
+            for v in values
+            if v not in MODES
         ]
     if name == "backend":
         known = set(torch._dynamo.list_backends(exclude_tags=()))
         return [
-            f"{key}: {c!r} is not a backend of this torch{_did_you_mean(str(c), known)}"
-            for c in choices
-            if c not in known
+            f"{key}: {v!r} is not a backend of this torch{did_you_mean(str(v), known)}"
+            for v in values
+            if v not in known
         ]
     if name == "dynamic":
         return [
-            f'{key}: {c!r} must be true, false or "auto"'
-            for c in choices
-            if not isinstance(c, bool) and c != "auto"
+            f'{key}: {v!r} must be true, false or "auto"'
+            for v in values
+            if not isinstance(v, bool) and v != "auto"
         ]
-    return [f"{key}: {c!r} must be true or false" for c in choices if not isinstance(c, bool)]
+    return [f"{key}: {v!r} must be true or false" for v in values if not isinstance(v, bool)]
 
 
-def _check_inductor(name: str, choices: list[Any], device: str) -> list[str]:
-    import torch._inductor.config as config
-
-    return _check_config("inductor", config, name, choices) or _check_simdlen(
-        name, choices, device
-    )
-
-
-def _check_dynamo(name: str, choices: list[Any], device: str) -> list[str]:
-    import torch._dynamo.config as config
-
-    return _check_config("dynamo", config, name, choices)
-
-
-def _check_config(layer: str, config: Any, name: str, choices: list[Any]) -> list[str]:
+def _check_config(layer: str, name: str, values: list[Any]) -> list[str]:
     import torch
 
+    config = torch_config(layer)
     known = config.get_config_copy()
     if name not in known:
         return [
             f"unknown key {layer}.{name}: torch {torch.__version__} has no such "
-            f"torch._{layer}.config knob{_did_you_mean(name, known)}"
+            f"torch._{layer}.config knob{did_you_mean(name, known)}"
         ]
     declared = config.get_type(name)
-    wrong = [c for c in choices if _types.accepts(declared, c) is False]
+    wrong = [v for v in values if _types.accepts(declared, v) is False]
     if wrong:
         return [
             f"{layer}.{name}: {wrong[0]!r} is not a {_types.describe(declared)} "
@@ -108,33 +166,83 @@ def _check_config(layer: str, config: Any, name: str, choices: list[Any]) -> lis
     return []
 
 
-def _check_simdlen(name: str, choices: list[Any], device: str) -> list[str]:
-    if name != "cpp.simdlen" or not device.startswith("cpu"):
-        return []
-    from torch._inductor import cpu_vec_isa
+def torch_config(layer: str) -> Any:
+    """``torch._inductor.config`` or ``torch._dynamo.config``."""
+    if layer == "inductor":
+        import torch._inductor.config as inductor_config
 
-    widths = sorted({isa.bit_width() for isa in cpu_vec_isa.valid_vec_isa_list()})
+        return inductor_config
+    import torch._dynamo.config as dynamo_config
+
+    return dynamo_config
+
+
+def _bounds(param: str, values: list[Any]) -> list[str]:
+    if param == "inductor.cpp.threads":
+        return [
+            f"{param}: {v} is not a thread count; use -1 (all CPUs) or at least 1"
+            for v in values
+            if isinstance(v, int) and v < 1 and v != -1
+        ]
+    if param in _ONE_OF:
+        allowed = _ONE_OF[param]
+        return [
+            f"{param}: {v!r} is not one of {', '.join(map(repr, allowed))}"
+            for v in values
+            if v not in allowed
+        ]
+    if param in _BACKEND_LISTS:
+        return [p for v in values if isinstance(v, str) for p in _backend_list(param, v)]
+    low, high = _BOUNDS.get(param, (None, None))
     return [
-        f"inductor.cpp.simdlen: {c} is not a vector width this CPU supports ({widths or 'none'}); "
-        "an unsupported width silently produces scalar code, many times slower"
-        for c in choices
-        if c is not None and c not in widths
+        f"{param}: {v} is outside what the knob accepts ({_interval(low, high)})"
+        for v in values
+        if isinstance(v, (int, float))
+        and ((low is not None and v < low) or (high is not None and v > high))
     ]
 
 
-def _inert(layer: str, name: str, device: str) -> list[str]:
-    on_cpu = device.startswith("cpu")
-    if layer == "inductor" and on_cpu and (name.startswith("triton.") or name in _GPU_ONLY):
-        return [f"inductor.{name} does nothing on {device} (it affects Triton/GPU code only)"]
-    if layer == "inductor" and not on_cpu and name.startswith("cpp."):
-        return [f"inductor.{name} does nothing on {device} (it affects C++/CPU code only)"]
-    return []
+def _backend_list(param: str, value: str) -> list[str]:
+    names = [part.strip().upper() for part in value.split(",")]
+    return [
+        f"{param}: {name or '(empty)'!r} in {value!r} is not a GEMM backend; use a comma-"
+        f"separated list of {', '.join(_GEMM_BACKENDS)}{did_you_mean(name, _GEMM_BACKENDS)}"
+        for name in names
+        if name not in _GEMM_BACKENDS
+    ]
 
 
-_GPU_ONLY = frozenset({"coordinate_descent_tuning", "max_autotune_gemm_search_space"})
-_CHECKERS = {"compile": _check_compile, "inductor": _check_inductor, "dynamo": _check_dynamo}
+def _interval(low: int | None, high: int | None) -> str:
+    if high is None:
+        return f"at least {low}"
+    return f"{low} to {high}"
 
 
-def _did_you_mean(name: str, known: Any) -> str:
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
+def _numerics(knob: Knob) -> list[str]:
+    if knob.numerics or knob.param not in NUMERICS_KNOBS:
+        return []
+    default = torch_config(knob.layer).get_config_copy()[knob.name]
+    if all(v == default for v in knob.values()):
+        return []
+    return [
+        f"{knob.param} changes numerics: move it to [numerics.{knob.layer}], which is searched "
+        "only with --allow-numerics-changes (or allow_numerics_changes = true in the space), or "
+        f"keep torch's default ({default!r})"
+    ]
+
+
+def _simdlen(values: list[Any]) -> list[str]:
+    widths = vector_widths()
+    return [
+        f"inductor.cpp.simdlen: {v} is not a vector width this CPU supports ({widths or 'none'}); "
+        "an unsupported width silently produces scalar code, many times slower"
+        for v in values
+        if v is not None and v not in widths
+    ]
+
+
+def vector_widths() -> list[int]:
+    """The SIMD widths (bits) Inductor can generate code for on this CPU."""
+    from torch._inductor import cpu_vec_isa
+
+    return sorted({isa.bit_width() for isa in cpu_vec_isa.valid_vec_isa_list()})

@@ -12,11 +12,16 @@ from autotune.study._settings import StudySettings
 
 
 def candidates(records: list[TrialRecord]) -> list[TrialRecord]:
-    """Compiled trials that ran, passed the correctness gate and were measured (not reused)."""
+    """Compiled trials that ran, passed the correctness gate, were measured (not reused) and
+    compiled something (a scope whose every region fell back to eager has no graph)."""
     return [
         r
         for r in records
-        if r.status == "ok" and r.baseline != "eager" and r.duplicate_of is None and r.config
+        if r.status == "ok"
+        and r.baseline != "eager"
+        and r.duplicate_of is None
+        and r.config
+        and (r.graphs is None or r.graphs > 0)
     ]
 
 

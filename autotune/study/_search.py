@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from optuna.trial import TrialState
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.runtime.config import CompileConfig
+from autotune.scope import ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
 from autotune.study._records import to_record
 from autotune.study._settings import StudySettings, check_resume
@@ -23,6 +25,7 @@ from autotune.study._storage import HEARTBEAT_S, open_optuna_storage
 from autotune.trials import TrialResult, TrialRunner, TrialSpec
 
 BASELINE_ATTR = "autotune.baseline"
+SCOPE_ATTR = "autotune.scope"
 BASELINES = ("eager", "default")
 
 
@@ -44,41 +47,99 @@ class Search:
     def __init__(
         self,
         request: SearchRequest,
-        runner: TrialRunner,
+        runner: TrialRunner | Sequence[TrialRunner],
         on_record: Callable[[TrialRecord], None] = lambda record: None,
         on_note: Callable[[str], None] = lambda note: None,
     ) -> None:
         self.request = request
-        self.runner = runner
+        self.runners = list(runner) if isinstance(runner, Sequence) else [runner]
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._stopping = threading.Event()
+        self._noted: set[str] = set()
+        self.plan: ScopePlan | None = None
         self.on_record = on_record
         self.on_note = on_note
         self.records = RecordStore(request.storage)
         self.study = _open_study(request)
         self.settings = self._settle_settings()
         self.space: SearchSpace = space_from_dict(
-            self.settings.space, self.settings.device, source=f"study {request.study_name}"
+            self.settings.space,
+            self.settings.device,
+            source=f"study {request.study_name}",
+            workload=self.settings.workload,
         )
 
     def run(self) -> list[TrialRecord]:
-        """Runs trials; returns every record of the study."""
+        """Runs trials (baselines first, alone); returns every record of the study."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(self.study)
         self._enqueue_missing_baselines()
         deadline = time.monotonic() + self.request.timeout_s if self.request.timeout_s else None
-        while self._pending_baselines() or self._searched() < self.request.trials:
-            if deadline is not None and time.monotonic() >= deadline:
-                self.on_note(
-                    f"stopping: the study timeout of {self.request.timeout_s:g} s is spent"
-                )
-                break
-            if not self._pending_baselines() and self._exhausted():
-                self.on_note(f"stopping: all {self.space.size} configurations were measured")
-                break
-            self._one_trial()
+        while self._pending_baselines() and not self._must_stop(deadline):
+            self._one_trial(self.runners[0])
+        self.plan = self._settle_scope_plan()
+        if len(self.runners) == 1:
+            self._work(self.runners[0], deadline)
+        else:
+            self._work_in_parallel(deadline)
         return self.records.trials(self.request.study_name)
 
-    def _one_trial(self) -> None:
+    def _work(self, runner: TrialRunner, deadline: float | None) -> None:
+        """One job: takes trials until the budget, the timeout or the space runs out."""
+        while True:
+            with self._lock:
+                taken = self._searched() + self._in_flight
+                if taken >= self.request.trials or self._must_stop(deadline):
+                    return
+                self._in_flight += 1
+            try:
+                self._one_trial(runner)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+
+    def _work_in_parallel(self, deadline: float | None) -> None:
+        errors: list[BaseException] = []
+
+        def job(runner: TrialRunner) -> None:
+            try:
+                self._work(runner, deadline)
+            except BaseException as exc:  # surfaced in the main thread below
+                errors.append(exc)
+                self._stopping.set()
+
+        threads = [threading.Thread(target=job, args=(r,), daemon=True) for r in self.runners]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)  # short waits keep Ctrl-C responsive
+        except BaseException:
+            self._stopping.set()  # trials killed by an interrupt are not recorded as crashes
+            raise
+        if errors:
+            raise errors[0]
+
+    def _must_stop(self, deadline: float | None) -> bool:
+        if self._stopping.is_set():
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            self._note_once(f"stopping: the timeout of {self.request.timeout_s:g} s is spent")
+            return True
+        if not self._pending_baselines() and self._exhausted():
+            self._note_once(f"stopping: all {self.space.size} configurations were measured")
+            return True
+        return False
+
+    def _note_once(self, note: str) -> None:
+        if note not in self._noted:
+            self._noted.add(note)
+            self.on_note(note)
+
+    def _one_trial(self, runner: TrialRunner) -> None:
         with warnings.catch_warnings():
             # Optuna warns that heartbeats are meant for Study.optimize; _heartbeat keeps them.
             warnings.filterwarnings("ignore", message="Heartbeat of storage")
@@ -90,7 +151,9 @@ class Search:
             result, duplicate_of = reused
         else:
             with _heartbeat(self.study, trial):
-                result, duplicate_of = self.runner.run(self._spec(config)), None
+                result, duplicate_of = runner.run(self._spec(config)), None
+        if self._stopping.is_set():
+            return  # left RUNNING: its heartbeat goes stale and a resumed study retries it
         record = to_record(
             trial.number, trial._trial_id, baseline, config, result, duplicate_of,
             self._default_speedup(),
@@ -110,7 +173,44 @@ class Search:
             return None
         if baseline == "default":
             return CompileConfig()
-        return self.space.suggest(trial)
+        if self.plan is None:
+            return self.space.suggest(trial)
+        named = self.plan.suggest_named(trial)
+        trial.set_user_attr(SCOPE_ATTR, named.name)
+        config = self.space.suggest(trial)
+        # A scope with a part kept eager inside a compiled region cannot be one graph.
+        fullgraph = config.fullgraph and named.fullgraph
+        return dataclasses.replace(config, scope=named.scope, fullgraph=fullgraph)
+
+    def _settle_scope_plan(self) -> ScopePlan | None:
+        """Analyzes and probes the model's parts once per study; every later run and worker
+        reuses the stored plan, so the scope parameter never changes its choices."""
+        if self.settings.scope != "search":
+            return None
+        stored = self.settings.scope_plan
+        if stored is None:
+            plan = self._probe()
+            settings = self.records.settle_study_setting(
+                self.request.study_name, "scope_plan", plan.to_dict()
+            )
+            stored = settings["scope_plan"]
+            self.settings = StudySettings.from_dict(settings)
+        plan = ScopePlan.from_dict(stored)
+        for probe in plan.excluded:
+            self._note_once(f"scope: kept eager everywhere: {probe.brief()}")
+        self._note_once(f"scope: candidates {', '.join(plan.names)}")
+        return plan
+
+    def _probe(self) -> ScopePlan:
+        s = self.settings
+        backends = self.space.to_dict().get("compile", {}).get("backend", ["inductor"])
+        self.on_note(f"scope: analyzing {s.model_path} and probing its parts one by one")
+        return plan_scopes(
+            s.model_path, s.device, self.runners[0],
+            backend=backends[0] if isinstance(backends, list) else backends,
+            budget_s=s.compile_budget_s, seed=s.seed, cache_dir=self.request.cache_dir,
+            on_probe=lambda r: self.on_note(f"  probe {r.brief()}"),
+        )  # fmt: skip
 
     def _spec(self, config: CompileConfig | None) -> TrialSpec:
         s = self.settings
@@ -123,6 +223,7 @@ class Search:
             budget_s=s.compile_budget_s,
             measure=s.measure,
             cache_dir=self.request.cache_dir,
+            relaxed_numerics=config is not None and self.space.relaxes_numerics(config),
         )
 
     def _reuse(self, config: CompileConfig) -> tuple[TrialResult, int] | None:
@@ -151,7 +252,8 @@ class Search:
     def _exhausted(self) -> bool:
         rows = self.records.trials(self.request.study_name)
         distinct = {r.config_hash for r in rows if r.baseline is None}
-        return len(distinct) >= self.space.size
+        scopes = self.plan.size if self.plan is not None else 1
+        return len(distinct) >= self.space.size * scopes
 
     def _pending_baselines(self) -> list[str]:
         waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))

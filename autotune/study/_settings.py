@@ -10,7 +10,7 @@ from autotune.errors import UsageError
 from autotune.trials import MeasureSettings
 
 # A resumed study must agree on these; the others may change between runs.
-IDENTITY = ("model_path", "device", "workload", "space_hash")
+IDENTITY = ("model_path", "device", "workload", "space_hash", "scope")
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class StudySettings:
     compile_budget_s: float = 600.0
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     sampler: str = "tpe"
+    scope: str = "search"  # "search": probe parts and search scopes; "whole": whole model only
+    scope_plan: dict[str, Any] | None = None  # the probed ScopePlan, settled once per study
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

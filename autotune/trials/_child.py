@@ -28,7 +28,9 @@ def main(argv: list[str]) -> int:
 def execute(spec_path: Path, result_path: Path) -> None:
     """Runs the trial described in ``spec_path`` and writes its result to ``result_path``."""
     from autotune.trials._measure_trial import measure_trial
+    from autotune.trials._runner import pin_threads
 
+    pin_threads()
     spec = TrialSpec.from_dict(json.loads(spec_path.read_text()))
     _write(result_path, measure_trial(spec))
     sys.stdout.flush()

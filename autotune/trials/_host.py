@@ -26,6 +26,9 @@ def main() -> int:
     os.dup2(2, 1)  # anything the host or torch prints goes to the host log, not the protocol
     _die_with_parent()
     started = time.monotonic()
+    from autotune.trials._runner import pin_threads
+
+    pin_threads()  # forked trials inherit the host's cores and thread counts
     _warm_up()
     _send(reply, {"ready": True, "warm_s": time.monotonic() - started, "pid": os.getpid()})
     for line in sys.stdin:

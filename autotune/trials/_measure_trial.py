@@ -31,7 +31,10 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
     """Runs one trial; a classified failure comes back as a failed TrialResult."""
     deadline = time.monotonic() + spec.budget_s
     config = CompileConfig.from_dict(spec.config) if spec.config is not None else None
-    facts: dict[str, Any] = {"environment": environment_fingerprint(spec.device)}
+    facts: dict[str, Any] = {
+        "environment": environment_fingerprint(spec.device),
+        "threads": torch.get_num_threads(),
+    }
     try:
         with torch.no_grad():
             started = time.perf_counter()

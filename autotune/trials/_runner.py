@@ -21,6 +21,7 @@ from typing import Protocol
 from autotune.trials._spec import TrialResult, TrialSpec
 
 _TAIL_CHARS = 4000
+CORES_ENV = "AUTOTUNE_TRIAL_CORES"
 _live_groups: set[int] = set()
 _lock = threading.Lock()
 
@@ -30,18 +31,28 @@ class TrialRunner(Protocol):
 
     def run(self, spec: TrialSpec) -> TrialResult: ...
 
+    def close(self) -> None: ...
+
 
 class SubprocessRunner:
-    """A fresh Python process per trial: the most isolated, and the slowest to start."""
+    """A fresh Python process per trial: the most isolated, and the slowest to start.
 
-    def __init__(self, python: str = sys.executable) -> None:
+    Args:
+        cores: CPU cores the trials may use (all by default); see :func:`pin_threads`.
+    """
+
+    def __init__(self, python: str = sys.executable, cores: list[int] | None = None) -> None:
         self.python = python
+        self.cores = cores
 
     def __enter__(self) -> SubprocessRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        pass
+        self.close()
+
+    def close(self) -> None:
+        """Nothing outlives a trial here."""
 
     def run(self, spec: TrialSpec) -> TrialResult:
         started = time.monotonic()
@@ -58,7 +69,7 @@ class SubprocessRunner:
             self.python, "-m", "autotune.trials._child",
             str(folder / "spec.json"), str(folder / "result.json"),
         ]  # fmt: skip
-        env = {**child_env(), **cache_env(spec)}
+        env = {**child_env(self.cores), **cache_env(spec)}
         with open(folder / "log.txt", "wb") as log:
             proc = subprocess.Popen(
                 argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
@@ -100,12 +111,30 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def child_env() -> dict[str, str]:
-    """The environment of a trial process: ours, with autotune importable."""
+def child_env(cores: list[int] | None = None) -> dict[str, str]:
+    """The environment of a trial process: ours, with autotune importable and its cores."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    if cores:
+        env[CORES_ENV] = ",".join(map(str, cores))
     return env
+
+
+def pin_threads() -> None:
+    """In a trial process: keep to the cores it was given (``--jobs``), and size torch's
+    intra-op threads and Inductor's compile workers to them, so parallel trials never
+    oversubscribe the CPU. Without given cores, torch's own defaults stand."""
+    given = os.environ.get(CORES_ENV)
+    if not given:
+        return
+    import torch
+    import torch._inductor.config as inductor_config
+
+    cores = {int(c) for c in given.split(",")}
+    os.sched_setaffinity(0, cores)
+    torch.set_num_threads(len(cores))
+    inductor_config.compile_threads = len(cores)  # a trial process is isolated: global is fine
 
 
 def cache_env(spec: TrialSpec) -> dict[str, str]:

@@ -78,6 +78,7 @@ class TrialResult:
     model: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # setup_s, compile_s, timing_s
+    threads: int | None = None  # torch intra-op threads the trial ran with
     wall_time_s: float | None = None
 
     @property

@@ -91,9 +91,15 @@ class WarmHostRunner:
     Use it as a context manager, or call :meth:`close`, so the host goes when the study does.
     """
 
-    def __init__(self, python: str = sys.executable, log_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        python: str = sys.executable,
+        log_dir: str | None = None,
+        cores: list[int] | None = None,
+    ) -> None:
         self.python = python
         self.log_dir = log_dir
+        self.cores = cores
         self._host: _Host | None = None
         self._host_cache: str | None = None
 
@@ -148,7 +154,7 @@ class WarmHostRunner:
         if self._host is not None and self._host_cache != spec.cache_dir:
             self.close()
         if self._host is None:
-            env = {**_runner.child_env(), **_runner.cache_env(spec)}
+            env = {**_runner.child_env(self.cores), **_runner.cache_env(spec)}
             folder = Path(self.log_dir or spec.cache_dir or tempfile.gettempdir())
             folder.mkdir(parents=True, exist_ok=True)
             log = folder / f"autotune-host-{os.getpid()}.log"

@@ -211,3 +211,24 @@ def test_a_transformers_bert_is_tuned_end_to_end_with_inductor(tmp_path, capsys)
         torch.testing.assert_close(
             again(**inputs).last_hidden_state, expected, rtol=1e-4, atol=1e-4
         )
+
+
+def test_parallel_jobs_get_cores_of_their_own(tmp_path, model_file, space_file, capsys):
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        pytest.skip("needs two CPU cores")
+    code, storage = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
+                           "--trials", "3", "--jobs", "2")  # fmt: skip
+    assert code == 0, capsys.readouterr()
+    with RecordStore(storage) as store:
+        records = store.trials("s")
+    assert len(records) == 5
+    measured = [r for r in records if r.duplicate_of is None]
+    assert all(r.result["threads"] == cores // 2 for r in measured)
+
+
+def test_more_jobs_than_cores_is_refused(tmp_path, model_file, capsys):
+    jobs = str(len(os.sched_getaffinity(0)) + 1)
+    code, _ = search(tmp_path, model_file("tiny"), "--jobs", jobs)
+    assert code == 2
+    assert "more than the" in capsys.readouterr().err

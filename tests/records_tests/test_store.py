@@ -212,3 +212,11 @@ def test_context_manager_closes(db_url: str) -> None:
 
     with RecordStore(db_url) as reopened:
         assert reopened.study_settings("s") == {}
+
+
+def test_settle_study_setting_keeps_the_first_write(store):
+    store.save_study("settled", 1, {"a": 1, "plan": None})
+    first = store.settle_study_setting("settled", "plan", {"v": 1})
+    second = store.settle_study_setting("settled", "plan", {"v": 2})
+    assert first["plan"] == second["plan"] == {"v": 1}
+    assert store.study_settings("settled") == {"a": 1, "plan": {"v": 1}}

@@ -7,20 +7,51 @@ import torch
 from autotune.space import SpaceError, builtin_names, load_space, space_from_dict
 
 
-@pytest.mark.parametrize("name", ["cpu", "cuda"])
-def test_builtin_spaces_validate_against_the_installed_torch(name):
-    space = load_space(name, "cpu" if name == "cpu" else "cuda")
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("name", ["cpu", "cuda", "quick"])
+def test_builtin_spaces_validate_against_the_installed_torch(name, device):
+    space = load_space(name, device)
+    with_numerics = load_space(name, device, allow_numerics_changes=True)
     assert {k.param for k in space.knobs} >= {
         "compile.mode",
         "compile.dynamic",
-        "compile.fullgraph",
         "inductor.freezing",
     }
-    assert space.size > 10
+    assert space.name == name and space.description
+    assert with_numerics.size >= space.size >= 8
+    assert space_from_dict(space.to_dict(), device) == space
+
+
+def test_the_device_spaces_hold_the_knobs_that_matter_there():
+    cpu = {k.param for k in load_space("cpu", "cpu", allow_numerics_changes=True).knobs}
+    cuda = {k.param for k in load_space("cuda", "cuda", allow_numerics_changes=True).knobs}
+    assert {
+        "inductor.cpp.simdlen",
+        "inductor.cpp_wrapper",
+        "inductor.cpp.max_horizontal_fusion_size",
+        "inductor.cpp.enable_unsafe_math_opt_flag",
+    } <= cpu
+    assert {
+        "inductor.max_autotune_gemm_backends",
+        "inductor.coordinate_descent_tuning",
+        "inductor.epilogue_fusion",
+        "inductor.aggressive_fusion",
+        "inductor.shape_padding",
+        "inductor.triton.persistent_reductions",
+        "inductor.triton.max_tiles",
+        "inductor.use_fast_math",
+    } <= cuda
+    modes = {k.param: k for k in load_space("cuda", "cuda").knobs}["compile.mode"].choices
+    assert "reduce-overhead" in modes
+
+
+def test_the_quick_space_is_small():
+    assert load_space("quick", "cpu").size == 8
+    assert load_space("quick", "cuda").size == 16
 
 
 def test_builtin_names_lists_the_files():
-    assert {"cpu", "cuda"} <= set(builtin_names())
+    assert {"cpu", "cuda", "quick"} <= set(builtin_names())
 
 
 def test_every_problem_is_listed_at_once(space_file):

@@ -48,11 +48,11 @@ def _ok(speedup, q1=None, q3=None):
 
 @pytest.fixture
 def request_for(tmp_path, model_file, space_file):
-    def make(trials=3, study="s", model="tiny", **settings):
+    def make(trials=3, study="s", model="tiny", scope="whole", **settings):
         space = load_space(space_file("aot_eager"), "cpu")
         study_settings = StudySettings(
             model_path=model_file(model), device="cpu", space=space.to_dict(),
-            space_hash=space.content_hash(), torch_version="2.13.0", **settings,
+            space_hash=space.content_hash(), torch_version="2.13.0", scope=scope, **settings,
         )  # fmt: skip
         return SearchRequest(study, f"sqlite:///{tmp_path}/t.db", study_settings, trials)
 
@@ -171,3 +171,32 @@ def test_records_keep_the_environment(request_for):
     with RecordStore(request.storage) as store:
         rows = store.trials("s")
     assert all(r.environment.get("host") == "h" for r in rows)
+
+
+def test_parallel_jobs_spend_exactly_the_budget(request_for):
+    runners = [TableRunner(), TableRunner()]
+    records = Search(request_for(trials=4), runners).run()
+    assert sum(r.baseline is None for r in records) == 4
+    assert len({r.trial_number for r in records}) == len(records) == 6
+    assert runners[0].specs[0].config is None  # the baselines ran first, on the first job
+
+
+def test_scopes_are_probed_once_and_searched(request_for):
+    notes = []
+    runner = TableRunner()
+    request = request_for(trials=6, model="scope_mixed", scope="search")
+    search = Search(request, runner, on_note=notes.append)
+    records = search.run()
+    probes = [s for s in runner.specs if s.config and s.config["scope"]["compile"] != [""]]
+    assert probes, "the parts were never probed"
+    assert search.plan is not None and search.plan.size >= 2
+    searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
+    assert {r.config["scope"]["compile"][0] for r in searched} <= {
+        path for c in search.plan.candidates for path in c.scope.compile
+    }
+    stored = RecordStore(request.storage).study_settings("s")
+    assert stored["scope_plan"] == search.plan.to_dict()
+    # A resumed study reuses the stored plan: no second round of probes.
+    again = TableRunner()
+    Search(request_for(trials=7, model="scope_mixed", scope="search"), again).run()
+    assert len(again.specs) <= 1  # at most the one new trial; probes would be several

@@ -1,0 +1,150 @@
+"""``autotune spaces``: list the built-in search spaces, show one, or check a space file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autotune.space import Knob
+
+
+def add_spaces_parser(sub: argparse._SubParsersAction) -> None:
+    """Adds ``autotune spaces [--show NAME | --check PATH]`` to the subcommands."""
+    p = sub.add_parser(
+        "spaces",
+        help="list, show or check search spaces",
+        description="Without options, list the built-in search spaces. Spaces are validated "
+        "against the installed torch, for --device (default: the space's own device for a "
+        "built-in cpu/cuda space, else cuda if available).",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--show",
+        metavar="NAME_OR_PATH",
+        help="print a space with each knob's type and default on this torch",
+    )
+    what.add_argument(
+        "--check",
+        metavar="PATH",
+        help="validate a space file: 'ok: N configurations', or every problem and exit 2",
+    )
+    p.add_argument("--device", type=_device, help="cpu, cuda or cuda:N")
+    p.add_argument(
+        "--allow-numerics-changes",
+        action="store_true",
+        help="--check: count the [numerics] knobs too, as `search --allow-numerics-changes` does",
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.set_defaults(run=run_spaces)
+
+
+def run_spaces(args: argparse.Namespace) -> int:
+    """Runs ``autotune spaces``; a bad space raises SpaceError (exit code 2)."""
+    if args.check:
+        return _check(args.check, args.device, args.allow_numerics_changes)
+    if args.show:
+        return _show(args.show, args.device)
+    return _list()
+
+
+def _list() -> int:
+    from autotune.space import builtin_descriptions
+
+    spaces = builtin_descriptions()
+    width = max(map(len, spaces), default=0)
+    for name, description in spaces.items():
+        print(f"{name:<{width}}  {description}")
+    print(
+        "\nShow one with `autotune spaces --show NAME`, check a file with "
+        "`autotune spaces --check PATH`, search with `autotune search MODEL.py --space NAME`."
+    )
+    return 0
+
+
+def _check(path: str, device: str | None, allow_numerics: bool) -> int:
+    import torch
+
+    from autotune.space import load_space
+
+    device = device or _default_device(path)
+    space = load_space(path, device, allow_numerics_changes=allow_numerics)
+    for note in space.notes:
+        print(f"note: {note}")
+    print(
+        f"ok: {space.size} configurations (space {space.name!r} on {device}, "
+        f"torch {torch.__version__})"
+    )
+    return 0
+
+
+def _show(name: str, device: str | None) -> int:
+    import torch
+
+    from autotune.space import load_space
+
+    device = device or _default_device(name)
+    plain = load_space(name, device)
+    space = load_space(name, device, allow_numerics_changes=True)
+    more = f" ({space.size} with --allow-numerics-changes)" if space.searches_numerics else ""
+    print(
+        f"space {space.name!r} on {device}, torch {torch.__version__}: {plain.size} "
+        f"configurations{more}"
+    )
+    if space.description:
+        print(space.description)
+    print(f"run it: autotune search MODEL.py --device {device} --space {name}\n")
+    rows = [("knob", "type", "default", "searched"), *map(_row, space.knobs)]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[3]]).rstrip())
+    for note in plain.notes:
+        print(f"note: {note}")
+    return 0
+
+
+def _row(knob: Knob) -> tuple[str, str, str, str]:
+    from autotune.space import describe_knob
+
+    kind, default = describe_knob(knob)
+    if knob.range is not None:
+        r = knob.range
+        searched = f"{_toml(r.low)} to {_toml(r.high)}"
+        searched += (f" step {_toml(r.step)}" if r.step != 1 else "") + (" (log)" if r.log else "")
+    else:
+        searched = ", ".join(map(_toml, knob.choices))
+    if knob.when:
+        searched += f"  when {knob.when}"
+    name = f"{knob.param} [numerics]" if knob.numerics else knob.param
+    return name, kind, _toml(default), searched
+
+
+def _toml(value: Any) -> str:
+    """A value as a space file writes it: true/false, "strings", numbers; none for None."""
+    if value is None:
+        return "none"
+    if isinstance(value, (bool, str)):
+        return json.dumps(value)
+    return repr(value)
+
+
+def _default_device(space: str) -> str:
+    """A built-in space named after a device is checked for it; anything else for this
+    machine's device."""
+    if space in ("cpu", "cuda"):
+        return space
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _device(text: str) -> str:
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
+    return text
+
+
+__all__ = ["add_spaces_parser", "run_spaces"]

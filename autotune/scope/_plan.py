@@ -1,0 +1,57 @@
+"""Plans the scope search of a model: analyze it, probe its parts, build the candidates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from autotune.scope._candidates import ScopePlan, build_plan
+from autotune.scope._child import analyze_model_file
+from autotune.scope._probe import PROBE_MEASURE, Prober, ProbeResult, probe_targets
+from autotune.trials import MeasureSettings, TrialRunner
+
+
+def plan_scopes(
+    model_path: str,
+    device: str,
+    runner: TrialRunner,
+    *,
+    backend: str = "inductor",
+    budget_s: float,
+    seed: int,
+    measure: MeasureSettings = PROBE_MEASURE,
+    cache_dir: str | None = None,
+    on_probe: Callable[[ProbeResult], None] = lambda result: None,
+) -> ScopePlan:
+    """Analyzes a model file, probes each of its parts compiled alone, and plans the scopes.
+
+    The analysis runs in a child process (the model is never built here); each probe is a
+    trial run by ``runner``, one after the other, each bounded by ``budget_s``. A part that
+    crashes, hangs, fails to compile, runs out of memory or changes the outputs is excluded
+    from every candidate and kept eager inside compiled regions; a part that only breaks its
+    graph stays compilable, in candidates marked ``fullgraph=False``.
+
+    Args:
+        model_path: The model file (``get_model`` / ``get_inputs``).
+        device: Where the model runs, e.g. ``"cpu"`` or ``"cuda"``.
+        runner: Runs each probe trial (a ``SubprocessRunner`` in a study).
+        backend: The ``torch.compile`` backend the probes compile with.
+        budget_s: Budget of the analysis and of each probe, as a trial's compile budget.
+        seed: Seeds the weights and inputs, as in the study's trials.
+        measure: Timing of each probe trial (short: compile time dominates a probe).
+        cache_dir: Kernel cache of the probe trials (``TrialSpec.cache_dir``).
+        on_probe: Called with each probe result as it comes (progress lines).
+
+    Returns:
+        The plan: candidates, every probe result, and the module tree.
+
+    Raises:
+        ScopeAnalysisError: The model file or its eager run failed in the analysis process.
+    """
+    tree = analyze_model_file(model_path, device, seed=seed, budget_s=budget_s)
+    prober = Prober(model_path, device, runner, backend, budget_s, seed, measure, cache_dir)
+    probes = []
+    for target in probe_targets(tree):
+        result = prober.probe(target)
+        on_probe(result)
+        probes.append(result)
+    return build_plan(tree, probes, backend)

@@ -1,0 +1,128 @@
+"""From a raw (``extends`` already merged) space to validated knobs, problems and notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.space import _graph
+from autotune.space._knob import Knob, did_you_mean, parse_knob
+from autotune.space._validate import (
+    LAYERS,
+    NUMERICS_LAYERS,
+    knob_notes,
+    knob_problems,
+    vector_widths,
+)
+
+TOP_KEYS = (
+    *LAYERS,
+    "numerics",
+    "name",
+    "description",
+    "extends",
+    "remove",
+    "allow_numerics_changes",
+)
+_NUMERICS_HINT = "pass --allow-numerics-changes (or set allow_numerics_changes = true) to search"
+
+
+@dataclass
+class Built:
+    """The outcome of :func:`build`: knobs to search, problems that refuse the space, notes."""
+
+    knobs: list[Knob] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def build(raw: dict[str, Any], device: str, workload: str, allow_numerics: bool) -> Built:
+    """Parses and validates every knob of ``raw`` against the installed torch."""
+    out = Built(problems=_top_problems(raw))
+    broken: set[str] = set()
+    knobs = _parse_knobs(raw, out.problems, broken)
+    context = make_context(device, workload, knobs)
+    allowed = allow_numerics or raw.get("allow_numerics_changes") is True
+    for knob in knobs:
+        possible = _graph.static_value(knob, context) is not False
+        found = knob_problems(knob, device, machine_checks=possible)
+        broken.update([knob.param] if found else [])
+        out.problems += found
+        searched = possible and (allowed or not knob.numerics)
+        out.notes += knob_notes(knob, device) if searched else []
+    out.problems += _graph.condition_problems(knobs, broken)
+    out.knobs = [k for k in knobs if allowed or not k.numerics]
+    out.notes += _numerics_note(knobs, allowed) + _backend_note(knobs)
+    return out
+
+
+def make_context(device: str, workload: str, knobs: list[Knob]) -> dict[str, Any]:
+    """The values of the context names conditions may read."""
+    reads_widths = any(k.when is not None and "cpu_vector_widths" in k.when for k in knobs)
+    return {
+        "device": device.split(":")[0],
+        "workload": workload,
+        "cpu_vector_widths": vector_widths() if reads_widths else [],
+    }
+
+
+def _top_problems(raw: dict[str, Any]) -> list[str]:
+    problems = [
+        f"unknown key {key!r} at the top level{did_you_mean(key, TOP_KEYS)}"
+        for key in raw
+        if key not in TOP_KEYS
+    ]
+    for key in ("name", "description"):
+        if key in raw and not isinstance(raw[key], str):
+            problems.append(f"{key} must be a string, got {raw[key]!r}")
+    flag = raw.get("allow_numerics_changes", False)
+    if not isinstance(flag, bool):
+        problems.append(f"allow_numerics_changes must be true or false, got {flag!r}")
+    return problems
+
+
+def _parse_knobs(raw: dict[str, Any], problems: list[str], broken: set[str]) -> list[Knob]:
+    tables = [(layer, raw.get(layer, {}), False) for layer in LAYERS]
+    numerics = raw.get("numerics", {})
+    if not isinstance(numerics, dict) or not all(k in NUMERICS_LAYERS for k in numerics):
+        problems.append(
+            "[numerics] holds the tables [numerics.inductor] and [numerics.dynamo] only, got "
+            f"{numerics!r}"
+        )
+    else:
+        tables += [(layer, numerics.get(layer, {}), True) for layer in NUMERICS_LAYERS]
+    knobs: dict[str, Knob] = {}
+    for layer, table, in_numerics in tables:
+        prefix = "numerics." if in_numerics else ""
+        if not isinstance(table, dict):
+            problems.append(f"[{prefix}{layer}] must be a table of knob = choices, got {table!r}")
+            continue
+        for name, value in table.items():
+            knob, found = parse_knob(layer, name, value, in_numerics)
+            problems += found
+            broken.update([f"{layer}.{name}"] if found else [])
+            if knob is not None and knob.param in knobs:
+                problems.append(f"{knob.param} is both in [{layer}] and [numerics.{layer}]")
+            elif knob is not None:
+                knobs[knob.param] = knob
+    return list(knobs.values())
+
+
+def _numerics_note(knobs: list[Knob], allowed: bool) -> list[str]:
+    group = [k.param for k in knobs if k.numerics]
+    if not group:
+        return []
+    if allowed:
+        return [
+            f"the [numerics] knobs ({', '.join(group)}) are searched: configurations that set "
+            "them are checked against eager with 10x looser float tolerances"
+        ]
+    return [f"the [numerics] knobs ({', '.join(group)}) are not searched; {_NUMERICS_HINT} them"]
+
+
+def _backend_note(knobs: list[Knob]) -> list[str]:
+    backend = next((k for k in knobs if k.param == "compile.backend"), None)
+    gated = [k.param for k in knobs if k.layer == "inductor" or k.param == "compile.mode"]
+    if backend is None or not gated or "inductor" in backend.values():
+        return []
+    return [f"{', '.join(gated)} only apply to the inductor backend: never suggested here"]

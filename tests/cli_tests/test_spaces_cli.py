@@ -1,0 +1,82 @@
+"""`autotune spaces`: list, show and check search spaces; `search --allow-numerics-changes`."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from autotune.cli import _parser, main
+from autotune.search import _request
+
+
+def test_spaces_lists_the_builtin_spaces_with_their_descriptions(capsys):
+    assert main(["spaces"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = {line.split()[0] for line in lines if line.strip()}
+    assert {"cpu", "cuda", "quick"} <= names
+    assert any(line.startswith("quick") and "first run" in line for line in lines)
+
+
+def test_show_prints_each_knob_with_its_type_and_default_on_this_torch(capsys):
+    assert main(["spaces", "--show", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("space 'cpu' on cpu, torch ")
+    assert "run it: autotune search MODEL.py --device cpu --space cpu" in out
+    (row,) = [line for line in out.splitlines() if line.startswith("inductor.cpp.simdlen ")]
+    assert row.split()[1:5] == ["int", "|", "None", "none"]
+    assert "when 512 in cpu_vector_widths" in row
+    assert "inductor.cpp.enable_unsafe_math_opt_flag [numerics]" in out
+    assert "with --allow-numerics-changes" in out
+
+
+def test_show_validates_for_the_device_the_space_is_named_after(capsys):
+    assert main(["spaces", "--show", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("space 'cuda' on cuda, torch ")
+    assert "does nothing on" not in out
+
+
+def test_check_prints_ok_and_the_number_of_configurations(space_file, capsys):
+    assert main(["spaces", "--check", space_file("conditional"), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "ok: 15952 configurations (space 'conditional' on cpu" in out
+
+
+def test_check_counts_the_numerics_group_only_when_allowed(space_file, capsys):
+    assert main(["spaces", "--check", space_file("numerics"), "--device", "cpu"]) == 0
+    assert "ok: 2 configurations" in capsys.readouterr().out
+    args = [
+        "spaces",
+        "--check",
+        space_file("numerics"),
+        "--device",
+        "cpu",
+        "--allow-numerics-changes",
+    ]
+    assert main(args) == 0
+    assert "ok: 6 configurations" in capsys.readouterr().out
+
+
+def test_check_lists_every_problem_and_exits_2_without_a_traceback(space_file, capsys):
+    assert main(["spaces", "--check", space_file("bad"), "--device", "cpu"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("autotune: error: The search space ")
+    assert "(5 problems)" in captured.err and "Traceback" not in captured.err
+    assert "ok:" not in captured.out
+
+
+def test_show_and_check_are_mutually_exclusive(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["spaces", "--show", "cpu", "--check", "cpu"])
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_search_passes_allow_numerics_changes_to_the_space(model_file, space_file, allow):
+    argv = ["search", model_file("tiny"), "--device", "cpu", "--space", space_file("numerics")]
+    args: argparse.Namespace = _parser().parse_args(argv + (["--allow-numerics-changes"] * allow))
+    stored = _request(args).settings.space
+    assert ("numerics" in stored) is allow
+    assert stored.get("allow_numerics_changes", False) is allow

@@ -1,0 +1,142 @@
+"""The isolated probe and the plan, for real: trial processes, aborts, hangs, built-in blocks."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+from torch._dynamo.utils import counters
+
+from autotune.runtime.config import CompileConfig
+from autotune.scope import ProbeResult, ScopePlan, build_candidates, plan_scopes, probe_targets
+from autotune.scope._analysis import analyze_module
+from autotune.trials import MeasureSettings, SubprocessRunner, TrialResult, TrialSpec
+from autotune.workload import build_calls, build_model, load_model_file
+
+MODELS = Path(__file__).parents[1] / "fixtures" / "models"
+BUDGET_S = 12.0  # the hang costs this much; a healthy aot_eager probe takes 3-5 s
+FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
+SLEEPER = b"scope_mixed sleeper"  # in the command line of scope_mixed's hanging grandchild
+
+
+@pytest.fixture(scope="module")
+def mixed_plan(tmp_path_factory: pytest.TempPathFactory) -> ScopePlan:
+    cache = str(tmp_path_factory.mktemp("scope-cache"))
+    return plan_scopes(
+        str(MODELS / "scope_mixed.py"), "cpu", SubprocessRunner(),
+        backend="aot_eager", budget_s=BUDGET_S, seed=0, cache_dir=cache,
+    )  # fmt: skip
+
+
+def trial(model: str, config: CompileConfig) -> TrialResult:
+    spec = TrialSpec(str(MODELS / model), "cpu", config.to_dict(), budget_s=60.0, measure=FAST)
+    return SubprocessRunner().run(spec)
+
+
+def test_the_probe_records_the_abort_and_the_hang_with_their_reasons(mixed_plan):
+    probes = {p.target: p for p in mixed_plan.probes}
+    assert list(probes) == ["Block", "crashy", "hangs", "head"]
+    assert (probes["crashy"].status, probes["crashy"].compilable) == ("crash", False)
+    assert "SIGABRT" in probes["crashy"].reason
+    assert probes["crashy"].brief() == "unit crashy: crash (the trial process died of SIGABRT)"
+    assert (probes["hangs"].status, probes["hangs"].compilable) == ("timeout", False)
+    assert f"{BUDGET_S:g} s" in probes["hangs"].reason
+    assert [p.target for p in mixed_plan.excluded] == ["crashy", "hangs"]
+    for healthy in (probes["Block"], probes["head"]):
+        assert (healthy.status, healthy.graphs, healthy.graph_breaks) == ("ok", 1, 0)
+        assert healthy.compile_time_s > 0
+
+
+def test_the_probe_leaves_no_process_behind(mixed_plan):
+    assert mixed_plan.probes  # the hang's probe ran, and with it its grandchild
+    assert _sleepers() == []
+
+
+def test_no_candidate_compiles_the_broken_children(mixed_plan):
+    bad = {"crashy", "hangs"}
+    assert mixed_plan.names[:3] == ["whole", "regional:Block", "children"]
+    assert mixed_plan.candidate("regional:Block").scope.compile == (
+        "blocks.0", "blocks.1", "blocks.2",
+    )  # fmt: skip
+    for candidate in mixed_plan.candidates:
+        assert not bad & set(candidate.scope.compile), candidate
+        if candidate.scope.compile == ("",):
+            assert bad <= set(candidate.scope.disable), candidate
+
+
+def test_every_candidate_compiles_and_matches_eager(mixed_plan):
+    """The tuned model keeps both bad children eager, whichever candidate wins."""
+    compiled = {}
+    for candidate in mixed_plan.candidates:
+        config = CompileConfig(
+            backend="aot_eager", fullgraph=candidate.fullgraph, scope=candidate.scope
+        )
+        result = trial("scope_mixed.py", config)
+        assert result.status == "ok", (candidate.name, result.error, result.error_tail)
+        compiled[candidate.name] = result.graphs
+    # A whole-disable candidate may compile nothing at all (a disabled block called in a loop
+    # makes Dynamo run the root's frame eagerly); the others compile the healthy parts.
+    assert all(compiled[name] >= 1 for name in ("whole", "regional:Block", "children"))
+    assert _sleepers() == []
+
+
+@pytest.mark.slow  # five processes that import transformers: ~30 s, though no Inductor
+def test_a_transformers_bert_gets_a_regional_candidate_of_its_encoder_layers():
+    pytest.importorskip("transformers")
+    plan = plan_scopes(str(MODELS / "scope_bert.py"), "cpu", SubprocessRunner(),
+                       backend="aot_eager", budget_s=120.0, seed=0)  # fmt: skip
+    assert [p.status for p in plan.probes] == ["ok"] * 4
+    regional = plan.candidate("regional:BertLayer")
+    assert regional.scope.compile == ("encoder.layer.0", "encoder.layer.1")
+    assert regional.fullgraph
+    assert {"whole", "children"} <= set(plan.names)
+
+
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)]
+)
+def test_regional_compile_of_builtin_blocks_really_compiles(backend):
+    """Module.compile() on nn.TransformerEncoderLayer compiles nothing; the plan's regional
+    candidate replaces each layer in its parent, and the trial counts its graphs."""
+    module = load_model_file(MODELS / "scope_encoder.py")
+    model = build_model(module, "cpu").eval()
+    (x,) = build_calls(module, "cpu")[0].args
+    targets = probe_targets(analyze_module(model))
+    healthy = [ProbeResult(t.name, t.kind, t.paths, "ok", True) for t in targets]
+    candidates = {c.name: c for c in build_candidates(analyze_module(model), healthy)}
+    regional = candidates["regional:TransformerEncoderLayer"]
+    assert regional.scope.compile == ("encoder.layers.0", "encoder.layers.1")
+
+    torch._dynamo.reset()
+    counters.clear()
+    model.encoder.layers[0].compile(backend="aot_eager")
+    with torch.no_grad():
+        model(x)
+    assert counters["stats"]["unique_graphs"] == 0  # the pitfall: silently not compiled
+    torch._dynamo.reset()
+
+    result = trial("scope_encoder.py", CompileConfig(backend=backend, scope=regional.scope))
+    assert result.status == "ok", result.error_tail
+    assert result.graphs >= 1
+
+
+def _sleepers() -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if SLEEPER in f.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_leftovers():
+    yield
+    for pid in _sleepers():
+        os.kill(pid, signal.SIGKILL)
