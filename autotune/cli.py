@@ -127,7 +127,8 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir",
         metavar="DIR",
-        help="kernel cache shared by the study's trials (default: ~/.cache/autotune/STUDY)",
+        help="kernel cache shared by the study's trials "
+        "(default: $AUTOTUNE_CACHE_DIR or ~/.cache/autotune/STUDY)",
     )
     p.add_argument(
         "--trial-host",
@@ -135,6 +136,26 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         default="warm",
         help="warm: fork each trial from a host that already imported torch and "
         "Inductor (default); cold: a fresh Python process per trial",
+    )
+    p.add_argument(
+        "--objective",
+        choices=("latency", "throughput", "amortized"),
+        default="latency",
+        help="latency (default) or throughput: steady-state speed; amortized: the compile "
+        "time charged to --calls N calls",
+    )
+    p.add_argument(
+        "--calls",
+        type=_positive_int,
+        metavar="N",
+        help="with --objective amortized: the calls the compile must pay back",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=_size,
+        metavar="SIZE",
+        help="peak memory a trial may use (e.g. 8GiB, 500MB): above it a trial is infeasible "
+        "(CUDA: max allocated; CPU: peak RSS of the trial process)",
     )
     p.add_argument(
         "--scope",
@@ -177,6 +198,20 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
     return value
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+
+
+def _size(text: str) -> int:
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"must be a size such as 8GiB, 500MB or 1048576 (bytes), got {text!r}"
+        )
+    return int(float(match.group(1)) * _UNITS[unit])
 
 
 def _device(text: str) -> str:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from autotune.records import TrialRecord
 from autotune.runtime.config import BestConfig
+from autotune.study._objective import Objective, break_even_calls
 
 _BRIEF_WIDTH = 58
 
 
-def trial_line(r: TrialRecord) -> str:
+def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
     """``#  7 inductor max-autotune… ok  compile 9.8s  0.412ms ±0.010  1.31x eager  1.05x def``"""
     label = f"[{r.baseline}] " if r.baseline else ""
     brief = _clip(label + r.brief, _BRIEF_WIDTH)
@@ -21,9 +23,12 @@ def trial_line(r: TrialRecord) -> str:
     compile_s = f"compile {r.compile_time_s:6.1f}s" if r.compile_time_s is not None else " " * 14
     latency = f"{_ms(r.latency_median_s)} ±{_ms(r.latency_iqr_s, 3)}"
     default = f"  {r.speedup_vs_default:5.2f}x default" if r.speedup_vs_default else ""
+    payback = ""
+    if objective is not None and objective.kind == "amortized" and r.compile_time_s:
+        payback = f"  pays back after {_calls(break_even_calls(r))} calls"
     return (
         f"{head} {'ok':<13} {compile_s}  {latency}  {r.speedup_vs_eager or 0:5.2f}x eager"
-        f"{default}{reused}"
+        f"{default}{payback}{reused}"
     )
 
 
@@ -40,11 +45,25 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
             f"{_x(m.get('speedup_vs_eager'))} eager, {_x(m.get('speedup_vs_default'))} default "
             f"torch.compile, compile {m.get('compile_time_s') or 0:.1f}s"
         )
+        vs_eager, vs_default = (
+            m.get("break_even_calls_vs_eager"),
+            m.get("break_even_calls_vs_default"),
+        )
+        lines.append(
+            f"      pays back its compile time after {_calls(vs_eager)} calls vs eager, "
+            f"{_calls(vs_default)} vs default torch.compile"
+        )
     else:
         lines.append("Decision: do not compile.")
     lines.append(f"Why: {best.reason}.")
     lines.append(f"Wrote {out} (apply it with autotune.apply(model, {out!r})).")
     return "\n".join(lines)
+
+
+def _calls(n: float | int | None) -> str:
+    if n is None or n == float("inf"):
+        return "never"
+    return f"{math.ceil(n):,}"
 
 
 def _ms(seconds: float | None, digits: int = 4) -> str:

@@ -55,12 +55,14 @@ def _search(
     args: argparse.Namespace, request: SearchRequest, runners: Sequence[TrialRunner]
 ) -> int:
     from autotune import report
-    from autotune.study import Search, best_config
+    from autotune.study import Objective, Search, best_config
+
+    objective = Objective(request.settings.objective, request.settings.calls)
 
     search = Search(
         request,
         runners,
-        on_record=lambda r: print(report.trial_line(r), flush=True),
+        on_record=lambda r: print(report.trial_line(r, objective), flush=True),
         on_note=lambda note: print(note, flush=True),
     )
     for note in search.space.notes:
@@ -82,10 +84,11 @@ def _request(args: argparse.Namespace) -> SearchRequest:
     import torch
 
     from autotune.space import load_space
-    from autotune.study import SearchRequest, StudySettings
+    from autotune.study import Objective, SearchRequest, StudySettings
     from autotune.trials import MeasureSettings
     from autotune.workload import load_model_file
 
+    Objective(args.objective, args.calls)  # refuses --calls without amortized, and back
     model = Path(args.model).resolve()
     load_model_file(model)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -110,6 +113,9 @@ def _request(args: argparse.Namespace) -> SearchRequest:
         measure=MeasureSettings(target_seconds=args.measure_seconds),
         sampler=args.sampler,
         scope=args.scope,
+        objective=args.objective,
+        calls=args.calls,
+        memory_budget_bytes=args.memory_budget,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     return SearchRequest(study, args.storage, settings, args.trials, args.timeout)

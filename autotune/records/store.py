@@ -27,18 +27,10 @@ from autotune.records.tables import (
     studies_table,
     trials_table,
 )
+from autotune.trials._spec import FAILURE_KINDS
 
 STATUSES = ("ok", "failed")
 BASELINES = ("eager", "default")
-FAILURE_KINDS = (
-    "compile_error",
-    "graph_break",
-    "crash",
-    "timeout",
-    "oom",
-    "accuracy",
-    "model_error",
-)
 # TrialRecord.environment key -> column of autotune_trials.
 ENV_KEYS = {
     "host": "host",

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from autotune.study._best import best_config, candidates
+from autotune.study._objective import OBJECTIVES, Objective, break_even_calls
 from autotune.study._search import BASELINE_ATTR, Search, SearchRequest
 from autotune.study._settings import StudySettings
 
 __all__ = [
     "BASELINE_ATTR",
+    "OBJECTIVES",
+    "Objective",
+    "break_even_calls",
     "Search",
     "SearchRequest",
     "StudySettings",

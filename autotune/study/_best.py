@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections import Counter
 from typing import Any
 
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import SCHEMA_VERSION, BestConfig, CompileConfig
+from autotune.study._objective import Objective, break_even_calls
 from autotune.study._settings import StudySettings
 
 
@@ -29,25 +31,54 @@ def best_config(
     records: list[TrialRecord], settings: StudySettings, study: str, storage: str
 ) -> BestConfig:
     """The file a study emits. Never a config slower than eager or one that changed outputs:
-    a winner must be faster than eager in at least three of four paired rounds (q1 > 1)."""
-    pool = candidates(records)
+    a winner must be faster than eager in at least three of four paired rounds (q1 > 1), and
+    under the amortized objective it must also pay its compile time back within the calls."""
+    objective = Objective(settings.objective, settings.calls)
+    pool = [r for r in candidates(records) if objective.score(r) is not None]
     if not pool:
         return _do_not_compile(records, settings, study, storage, _why_none(records), None)
-    best = max(pool, key=lambda r: r.speedup_vs_eager or 0.0)
+    best = max(pool, key=lambda r: objective.score(r) or 0.0)
     q1, q3 = best.speedup_vs_eager_q1 or 0.0, best.speedup_vs_eager_q3 or 0.0
+    which = f"trial {best.trial_number}: {best.brief}"
     if q1 <= 1.0:
         reason = (
-            f"the fastest correct compiled configuration (trial {best.trial_number}: "
-            f"{best.brief}) ran {best.speedup_vs_eager:.3f}x eager, but its paired rounds "
-            f"spread {q1:.3f}x to {q3:.3f}x: not reliably faster than eager"
+            f"the best correct compiled configuration ({which}) ran "
+            f"{best.speedup_vs_eager:.3f}x eager, but its paired rounds spread {q1:.3f}x to "
+            f"{q3:.3f}x: not reliably faster than eager"
         )
         return _do_not_compile(records, settings, study, storage, reason, best)
-    config = CompileConfig.from_dict(best.config)
+    score = objective.score(best) or 0.0
+    if objective.kind == "amortized" and score <= 1.0:
+        reason = (
+            f"over {settings.calls} calls no configuration pays back its compile time: the "
+            f"best ({which}) runs {best.speedup_vs_eager:.3f}x eager but compiles in "
+            f"{best.compile_time_s or 0:.1f} s, so it breaks even only after "
+            f"{_calls(break_even_calls(best))} calls"
+        )
+        return _do_not_compile(records, settings, study, storage, reason, best)
     reason = (
-        f"trial {best.trial_number} was the fastest correct configuration: "
-        f"{best.speedup_vs_eager:.3f}x eager (paired rounds {q1:.3f}x to {q3:.3f}x)"
+        f"trial {best.trial_number} was the best correct configuration "
+        f"({objective.describe()}): {best.speedup_vs_eager:.3f}x eager (paired rounds "
+        f"{q1:.3f}x to {q3:.3f}x)"
     )
-    return _file(settings, study, storage, best, "compile", reason, config)
+    made = _file(
+        settings, study, storage, best, "compile", reason, CompileConfig.from_dict(best.config)
+    )
+    default = next((r for r in records if r.baseline == "default"), None)
+    made.metrics["objective_score"] = score
+    made.metrics["break_even_calls_vs_eager"] = _finite(break_even_calls(best))
+    made.metrics["break_even_calls_vs_default"] = _finite(break_even_calls(best, default))
+    return made
+
+
+def _calls(n: float | None) -> str:
+    if n is None or math.isinf(n):
+        return "never"
+    return f"{math.ceil(n):,}"
+
+
+def _finite(n: float | None) -> float | None:
+    return None if n is None or math.isinf(n) else n
 
 
 def _do_not_compile(
@@ -94,6 +125,8 @@ def _file(
             "kind": settings.workload,
             "device": settings.device,
             "inputs": list(result.get("inputs") or []),
+            "objective": settings.objective,
+            "calls": settings.calls,
         },
         source={
             "study": study,

@@ -19,6 +19,7 @@ from autotune.records import RecordStore, TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.scope import ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
+from autotune.study._objective import Objective
 from autotune.study._records import to_record
 from autotune.study._settings import StudySettings, check_resume
 from autotune.study._storage import HEARTBEAT_S, open_optuna_storage
@@ -26,6 +27,7 @@ from autotune.trials import TrialResult, TrialRunner, TrialSpec
 
 BASELINE_ATTR = "autotune.baseline"
 SCOPE_ATTR = "autotune.scope"
+CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
 BASELINES = ("eager", "default")
 
 
@@ -69,6 +71,7 @@ class Search:
             source=f"study {request.study_name}",
             workload=self.settings.workload,
         )
+        self.objective = Objective(self.settings.objective, self.settings.calls)
 
     def run(self) -> list[TrialRecord]:
         """Runs trials (baselines first, alone); returns every record of the study."""
@@ -151,7 +154,7 @@ class Search:
             result, duplicate_of = reused
         else:
             with _heartbeat(self.study, trial):
-                result, duplicate_of = runner.run(self._spec(config)), None
+                result, duplicate_of = self._within_budget(runner.run(self._spec(config))), None
         if self._stopping.is_set():
             return  # left RUNNING: its heartbeat goes stale and a resumed study retries it
         record = to_record(
@@ -234,10 +237,25 @@ class Search:
         return TrialResult.from_dict(found.result), found.trial_number
 
     def _tell(self, trial: optuna.Trial, record: TrialRecord) -> None:
-        if record.status == "ok" and record.speedup_vs_eager is not None:
-            self.study.tell(trial, record.speedup_vs_eager)
-        else:
-            self.study.tell(trial, state=TrialState.FAIL)
+        """A measured trial scores by the objective; a failed one (timeout, crash, broken
+        memory budget, ...) is an infeasible trial, so the sampler learns to avoid it."""
+        score = self.objective.score(record)
+        violation = 0.0 if score is not None else 1.0
+        trial.set_user_attr(CONSTRAINT_ATTR, [violation])
+        if hasattr(trial, "set_constraint"):  # Optuna >= 5; older ones read constraints_func
+            trial.set_constraint("feasible", violation)
+        self.study.tell(trial, score if score is not None else 0.0)
+
+    def _within_budget(self, result: TrialResult) -> TrialResult:
+        budget = self.settings.memory_budget_bytes
+        peak = result.peak_memory_bytes
+        if not result.ok or budget is None or peak is None or peak <= budget:
+            return result
+        result.status, result.failure_kind = "failed", "memory_budget"
+        result.error = (
+            f"peak memory {peak / 2**20:.0f} MiB exceeds --memory-budget {budget / 2**20:.0f} MiB"
+        )
+        return result
 
     def _default_speedup(self) -> float | None:
         for record in self.records.trials(self.request.study_name):
@@ -294,10 +312,18 @@ def _open_study(request: SearchRequest) -> optuna.Study:
 
 def _sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
+        if hasattr(optuna.trial.Trial, "set_constraint"):
+            return optuna.samplers.TPESampler(seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(seed=seed, constraints_func=_constraints)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     raise UsageError(f"--sampler must be tpe or random, got {name!r}.")
+
+
+def _constraints(trial: optuna.trial.FrozenTrial) -> list[float]:
+    return list(trial.user_attrs.get(CONSTRAINT_ATTR, [0.0]))
 
 
 @contextmanager

@@ -10,7 +10,10 @@ from autotune.errors import UsageError
 from autotune.trials import MeasureSettings
 
 # A resumed study must agree on these; the others may change between runs.
-IDENTITY = ("model_path", "device", "workload", "space_hash", "scope")
+IDENTITY = (
+    "model_path", "device", "workload", "space_hash", "scope",
+    "objective", "calls", "memory_budget_bytes",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,9 @@ class StudySettings:
     sampler: str = "tpe"
     scope: str = "search"  # "search": probe parts and search scopes; "whole": whole model only
     scope_plan: dict[str, Any] | None = None  # the probed ScopePlan, settled once per study
+    objective: str = "latency"
+    calls: int | None = None  # --objective amortized: the calls that pay back the compile
+    memory_budget_bytes: int | None = None  # a trial whose peak memory exceeds it is infeasible
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

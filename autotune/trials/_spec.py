@@ -14,6 +14,7 @@ FAILURE_KINDS = (
     "oom",  # out of memory (CUDA or host allocator)
     "accuracy",  # outputs differ from eager beyond the dtype's tolerance
     "model_error",  # the model file broke its contract or eager itself failed
+    "memory_budget",  # ran and matched eager, but its peak memory broke --memory-budget
 )
 
 

@@ -260,3 +260,21 @@ def test_a_model_with_an_aborting_and_a_hanging_part_is_tuned_end_to_end(
         expected = eager(x)
         tuned = autotune.apply(module.get_model("cpu").eval(), tmp_path / "best_config.json")
         torch.testing.assert_close(tuned(x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_amortized_over_ten_calls_says_do_not_compile(tmp_path, model_file, space_file, capsys):
+    code, _ = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
+                     "--scope", "whole", "--trials", "2", "--objective", "amortized",
+                     "--calls", "10")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "pays back after" in printed
+    best = autotune.load(tmp_path / "best_config.json")
+    assert best.decision == "do_not_compile"
+    assert "over 10 calls" in best.reason or "not reliably faster" in best.reason
+
+
+def test_calls_without_the_amortized_objective_is_refused(tmp_path, model_file, capsys):
+    code, _ = search(tmp_path, model_file("tiny"), "--calls", "10")
+    assert code == 2
+    assert "--calls N goes with --objective amortized" in capsys.readouterr().err

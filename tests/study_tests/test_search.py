@@ -40,6 +40,7 @@ def _ok(speedup, q1=None, q3=None):
         speedup_vs_eager=speedup,
         speedup_vs_eager_q1=q1 if q1 is not None else speedup - 0.02,
         speedup_vs_eager_q3=q3 if q3 is not None else speedup + 0.02,
+        peak_memory_bytes=100 * 2**20,
         environment={"host": "h", "torch": "2.13.0"},
         model={"sha256": "abc", "parameters": 1},
         inputs=["(4x16:float32)"],
@@ -113,16 +114,19 @@ def test_resume_with_another_model_is_refused(request_for):
         Search(request_for(trials=1, model="shapes"), TableRunner())
 
 
-def test_failures_are_recorded_and_told_to_optuna_as_failed(request_for):
-    fail = {(True, False): "graph_break", (True, True): "crash"}
+def test_failures_are_recorded_and_told_to_optuna_as_infeasible(request_for):
+    fail = {(True, False): "graph_break", (True, True): "timeout"}
     records = Search(request_for(trials=8), TableRunner(fail=fail)).run()
     failed = [r for r in records if r.status == "failed"]
-    assert {r.failure_kind for r in failed} <= {"graph_break", "crash"}
+    assert failed and {r.failure_kind for r in failed} <= {"graph_break", "timeout"}
     study = optuna.load_study(study_name="s", storage=request_for().storage)
-    states = {t.number: t.state for t in study.trials}
+    trials = {t.number: t for t in study.trials}
     for r in failed:
-        assert states[r.trial_number] == optuna.trial.TrialState.FAIL
+        assert trials[r.trial_number].state == optuna.trial.TrialState.COMPLETE
+        assert trials[r.trial_number].user_attrs["autotune.constraint"] == [1.0]
         assert r.error_tail == "tail"
+    ok = next(r for r in records if r.status == "ok" and r.baseline is None)
+    assert trials[ok.trial_number].user_attrs["autotune.constraint"] == [0.0]
 
 
 def test_an_eager_model_error_stops_the_study_with_a_usage_error(request_for):
@@ -200,3 +204,30 @@ def test_scopes_are_probed_once_and_searched(request_for):
     again = TableRunner()
     Search(request_for(trials=7, model="scope_mixed", scope="search"), again).run()
     assert len(again.specs) <= 1  # at most the one new trial; probes would be several
+
+
+def test_amortized_over_few_calls_does_not_compile(request_for):
+    """Every compile costs 0.5 s here; ten calls of 1 ms can never pay it back."""
+    request = request_for(trials=4, objective="amortized", calls=10)
+    search = Search(request, TableRunner(speedups={(False, False): 1.5}))
+    best = best_config(search.run(), search.settings, "s", request.storage)
+    assert best.decision == "do_not_compile"
+    assert "over 10 calls no configuration pays back its compile time" in best.reason
+    assert best.workload["objective"] == "amortized" and best.workload["calls"] == 10
+
+
+def test_amortized_over_many_calls_compiles_and_reports_the_break_even(request_for):
+    request = request_for(trials=50, objective="amortized", calls=10**7)
+    search = Search(request, TableRunner(speedups={(False, False): 1.5}))
+    best = best_config(search.run(), search.settings, "s", request.storage)
+    assert best.decision == "compile"
+    # 0.5 s of compile against 1 ms - 1/1.5 ms saved per call: 1,500 calls
+    assert best.metrics["break_even_calls_vs_eager"] == pytest.approx(1500, rel=1e-6)
+
+
+def test_a_broken_memory_budget_makes_a_trial_infeasible(request_for):
+    request = request_for(trials=2, memory_budget_bytes=50 * 2**20)
+    records = Search(request, TableRunner()).run()
+    measured = [r for r in records if r.baseline != "eager" and r.duplicate_of is None]
+    assert measured and all(r.failure_kind == "memory_budget" for r in measured)
+    assert "exceeds --memory-budget 50 MiB" in measured[0].error
