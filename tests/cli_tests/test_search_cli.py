@@ -6,12 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import optuna
 import pytest
 import torch
+from procs import procs_with, wait_for
 
 import autotune
 from autotune.cli import main
@@ -114,10 +114,10 @@ def test_killing_the_search_takes_its_trials_down(tmp_path, model_file):
            *FAST]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        assert _wait_for(lambda: _sleepers(), 120), "the hanging trial never started"
+        assert wait_for(lambda: _sleepers(), 120), "the hanging trial never started"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert _wait_for(lambda: not _sleepers() and not _trial_children(), 15)
+        assert wait_for(lambda: not _sleepers() and not _trial_children(), 15)
     finally:
         proc.kill()
 
@@ -128,12 +128,12 @@ def test_sigterm_interrupts_cleanly_and_keeps_the_study(tmp_path, model_file):
            "--space", str(Path(model_file("tiny")).parents[1] / "spaces" / "aot_eager.toml"),
            *FAST]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert _wait_for(lambda: _sleepers(), 120)
+    assert wait_for(lambda: _sleepers(), 120)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, out
     assert "Run the same command to resume" in out
-    assert _wait_for(lambda: not _sleepers(), 15)
+    assert wait_for(lambda: not _sleepers(), 15)
     with RecordStore(f"sqlite:///{tmp_path}/a.db") as store:
         assert [r.baseline for r in store.trials("hang_when_compiled-cpu")] == ["eager"]
 
@@ -147,33 +147,12 @@ def _load(path: str):
     return module
 
 
-def _wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
-def _procs_with(marker: bytes) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
 def _sleepers() -> list[int]:
-    return _procs_with(b"time.sleep(600)")
+    return procs_with(b"time.sleep(600)")
 
 
 def _trial_children() -> list[int]:
-    return _procs_with(b"autotune.trials._child") + _procs_with(b"autotune.trials._host")
+    return procs_with(b"autotune.trials._child") + procs_with(b"autotune.trials._host")
 
 
 @pytest.mark.slow
@@ -234,7 +213,7 @@ def test_a_model_with_an_aborting_and_a_hanging_part_is_tuned_end_to_end(
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "probe unit crashy: crash" in printed and "probe unit hangs: timeout" in printed
-    assert _wait_for(lambda: not _procs_with(b"scope_pointwise sleeper"), 15)
+    assert wait_for(lambda: not procs_with(b"scope_pointwise sleeper"), 15)
     with RecordStore(storage) as store:
         plan = store.study_settings("s")["scope_plan"]
         records = store.trials("s")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from procs import procs_with
 from torch._dynamo.utils import counters
 
 from autotune.runtime.config import CompileConfig
@@ -124,15 +125,7 @@ def test_regional_compile_of_builtin_blocks_really_compiles(backend):
 
 
 def _sleepers() -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if SLEEPER in f.read():
-                    found.append(int(pid))
-        except OSError:
-            continue
-    return found
+    return procs_with(SLEEPER)
 
 
 @pytest.fixture(autouse=True, scope="module")

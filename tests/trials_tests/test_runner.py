@@ -7,6 +7,7 @@ import signal
 import time
 
 import pytest
+from procs import procs_with, wait_for
 
 from autotune.runtime.config import CompileConfig
 from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
@@ -128,16 +129,7 @@ def test_a_broken_model_file_is_a_model_error(run, model_file):
 
 def _sleepers() -> list[int]:
     """Processes still running the fixture's `time.sleep(600)` grandchild."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if b"time.sleep(600)" in cmdline:
-            found.append(int(pid))
-    return found
+    return procs_with(b"time.sleep(600)")
 
 
 @pytest.fixture(autouse=True)
@@ -168,17 +160,8 @@ def test_a_dead_host_is_a_crash_and_the_next_trial_gets_a_new_host(tmp_path, mod
         result = warm.run(spec)
         killer.join()
         assert result.failure_kind == "crash" and "host" in result.error
-        assert _wait_for_no_sleepers(15)
+        assert wait_for(lambda: not _sleepers(), 15)
         ok = warm.run(TrialSpec(model_path=model_file("tiny"), device="cpu", config=None,
                                 measure=FAST))  # fmt: skip
         assert ok.status == "ok", ok.error_tail
         assert warm._host.proc.pid != first_host
-
-
-def _wait_for_no_sleepers(seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _sleepers():
-            return True
-        time.sleep(0.2)
-    return False
