@@ -68,8 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     _search_arguments(search)
     search.set_defaults(run=_run_search)
     from autotune.cli_spaces import add_spaces_parser
+    from autotune.cli_verify import add_verify_parser
 
     add_spaces_parser(sub)
+    add_verify_parser(sub)
     return parser
 
 
@@ -158,6 +160,20 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         "(CUDA: max allocated; CPU: peak RSS of the trial process)",
     )
     p.add_argument(
+        "--finalists",
+        type=int,
+        default=3,
+        metavar="N",
+        help="re-measure the N best configs and default torch.compile in fresh processes, "
+        "cold and warm, before choosing (default 3; 0 skips)",
+    )
+    p.add_argument(
+        "--warm-start",
+        action="store_true",
+        help="amortized objective: charge the warm compile (a restarted process reusing its "
+        "cache) instead of the cold one (a new machine)",
+    )
+    p.add_argument(
         "--scope",
         choices=("search", "whole"),
         default="search",
@@ -176,6 +192,13 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also search the space's [numerics] knobs (fast math etc.), held to a "
         "10x looser correctness tolerance",
+    )
+    p.add_argument(
+        "--workload",
+        choices=("infer", "train"),
+        default="infer",
+        help="infer: eval() under no_grad (default); train: one training step (forward, "
+        "loss, backward, optimizer step), see the README's model file section",
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks")  # fmt: skip
 

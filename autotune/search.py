@@ -56,6 +56,7 @@ def _search(
 ) -> int:
     from autotune import report
     from autotune.study import Objective, Search, best_config
+    from autotune.study._finalists import pick_finalists, remeasure
 
     objective = Objective(request.settings.objective, request.settings.calls)
 
@@ -74,7 +75,16 @@ def _search(
         flush=True,
     )
     records = search.run()
-    best = best_config(records, search.settings, request.study_name, request.storage)
+    finalists = None
+    if args.finalists:
+        picked = pick_finalists(records, objective, args.finalists)
+        if picked:
+            print(f"re-measuring {len(picked)} finalists cold and warm in fresh processes")
+            finalists = remeasure(picked, search.settings, on_note=lambda n: print(n, flush=True))
+    best = best_config(
+        records, search.settings, request.study_name, request.storage,
+        finalists=finalists, warm_start=args.warm_start,
+    )  # fmt: skip
     best.dump(args.out)
     print(report.summary(best, args.out, records))
     return 0
@@ -100,11 +110,13 @@ def _request(args: argparse.Namespace) -> SearchRequest:
     space = load_space(
         args.space or device.split(":")[0],
         device,
+        workload=args.workload,
         allow_numerics_changes=args.allow_numerics_changes,
     )
     settings = StudySettings(
         model_path=str(model),
         device=device,
+        workload=args.workload,
         space=space.to_dict(),
         space_hash=space.content_hash(),
         torch_version=torch.__version__,

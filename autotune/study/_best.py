@@ -5,12 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import SCHEMA_VERSION, BestConfig, CompileConfig
 from autotune.study._objective import Objective, break_even_calls
 from autotune.study._settings import StudySettings
+
+if TYPE_CHECKING:
+    from autotune.study._finalists import Finalist
 
 
 def candidates(records: list[TrialRecord]) -> list[TrialRecord]:
@@ -28,16 +31,28 @@ def candidates(records: list[TrialRecord]) -> list[TrialRecord]:
 
 
 def best_config(
-    records: list[TrialRecord], settings: StudySettings, study: str, storage: str
+    records: list[TrialRecord],
+    settings: StudySettings,
+    study: str,
+    storage: str,
+    finalists: list[Finalist] | None = None,
+    warm_start: bool = False,
 ) -> BestConfig:
     """The file a study emits. Never a config slower than eager or one that changed outputs:
     a winner must be faster than eager in at least three of four paired rounds (q1 > 1), and
-    under the amortized objective it must also pay its compile time back within the calls."""
+    under the amortized objective it must also pay its compile time back within the calls.
+
+    With ``finalists`` (re-measured cold and warm in fresh processes), the choice is made on
+    their measurements, and a winner whose gain over default torch.compile is within the noise
+    gives way to the default compile."""
     objective = Objective(settings.objective, settings.calls)
-    pool = [r for r in candidates(records) if objective.score(r) is not None]
+    fresh = {f.searched.trial_number: f for f in finalists or [] if f.ok}
+    pool = [f.record(warm_start) for f in fresh.values()] if finalists else candidates(records)
+    pool = [r for r in pool if objective.score(r) is not None]
     if not pool:
         return _do_not_compile(records, settings, study, storage, _why_none(records), None)
     best = max(pool, key=lambda r: objective.score(r) or 0.0)
+    best, noise_note = _prefer_default_within_noise(best, pool)
     q1, q3 = best.speedup_vs_eager_q1 or 0.0, best.speedup_vs_eager_q3 or 0.0
     which = f"trial {best.trial_number}: {best.brief}"
     if q1 <= 1.0:
@@ -59,16 +74,36 @@ def best_config(
     reason = (
         f"trial {best.trial_number} was the best correct configuration "
         f"({objective.describe()}): {best.speedup_vs_eager:.3f}x eager (paired rounds "
-        f"{q1:.3f}x to {q3:.3f}x)"
+        f"{q1:.3f}x to {q3:.3f}x){noise_note}"
     )
-    made = _file(
-        settings, study, storage, best, "compile", reason, CompileConfig.from_dict(best.config)
-    )
-    default = next((r for r in records if r.baseline == "default"), None)
+    config = CompileConfig.from_dict(best.config)
+    made = _file(settings, study, storage, best, "compile", reason, config)
+    default = next((r for r in pool if r.baseline == "default"), None)
+    default = default or next((r for r in records if r.baseline == "default"), None)
     made.metrics["objective_score"] = score
     made.metrics["break_even_calls_vs_eager"] = _finite(break_even_calls(best))
     made.metrics["break_even_calls_vs_default"] = _finite(break_even_calls(best, default))
+    if best.trial_number in fresh:
+        made.metrics["cold_compile_time_s"] = fresh[best.trial_number].cold.compile_time_s
+        made.metrics["warm_compile_time_s"] = fresh[best.trial_number].warm.compile_time_s
     return made
+
+
+def _prefer_default_within_noise(
+    best: TrialRecord, pool: list[TrialRecord]
+) -> tuple[TrialRecord, str]:
+    """A tuned config must beat default torch.compile by more than the measured spread: when
+    its lower quartile does not clear the default's upper quartile, the default wins."""
+    default = next((r for r in pool if r.baseline == "default"), None)
+    if default is None or best is default:
+        return best, ""
+    if (best.speedup_vs_eager_q1 or 0.0) > (default.speedup_vs_eager_q3 or 0.0):
+        return best, ""
+    return default, (
+        f"; the tuned trial {best.trial_number} ({best.speedup_vs_eager:.3f}x eager) did not "
+        "beat default torch.compile by more than the measured spread, so the default compile "
+        "is recommended"
+    )
 
 
 def _calls(n: float | None) -> str:

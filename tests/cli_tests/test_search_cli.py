@@ -17,7 +17,7 @@ import autotune
 from autotune.cli import main
 from autotune.records import RecordStore
 
-FAST = ["--measure-seconds", "0.2", "--device", "cpu"]
+FAST = ["--measure-seconds", "0.2", "--device", "cpu", "--finalists", "0"]
 
 
 @pytest.fixture(autouse=True)
@@ -257,3 +257,18 @@ def test_calls_without_the_amortized_objective_is_refused(tmp_path, model_file, 
     code, _ = search(tmp_path, model_file("tiny"), "--calls", "10")
     assert code == 2
     assert "--calls N goes with --objective amortized" in capsys.readouterr().err
+
+
+def test_finalists_are_remeasured_cold_and_warm(tmp_path, model_file, space_file, capsys):
+    code, _ = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
+                     "--scope", "whole", "--trials", "2", "--finalists", "1")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "re-measuring 2 finalists cold and warm" in printed
+    assert "finalist [default]: " in printed
+    lines = [line for line in printed.splitlines() if line.startswith("finalist #")]
+    assert len(lines) == 1 and "cold compile" in lines[0] and "warm compile" in lines[0]
+    best = autotune.load(tmp_path / "best_config.json")
+    if best.decision == "compile":
+        assert best.metrics["cold_compile_time_s"] > 0
+        assert best.metrics["warm_compile_time_s"] > 0

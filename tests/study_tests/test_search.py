@@ -231,3 +231,24 @@ def test_a_broken_memory_budget_makes_a_trial_infeasible(request_for):
     measured = [r for r in records if r.baseline != "eager" and r.duplicate_of is None]
     assert measured and all(r.failure_kind == "memory_budget" for r in measured)
     assert "exceeds --memory-budget 50 MiB" in measured[0].error
+
+
+def test_a_winner_within_the_noise_of_default_compile_gives_way_to_it(request_for):
+    from autotune.study._finalists import Finalist
+
+    request = request_for(trials=50)
+    search = Search(request, TableRunner(speedups={(False, False): 1.5}))
+    records = search.run()
+    tuned = next(r for r in records if r.baseline is None and r.speedup_vs_eager == 1.5)
+    default = next(r for r in records if r.baseline == "default")
+    fresh = [
+        Finalist(tuned, _ok(1.30, q1=1.10, q3=1.50), _ok(1.30, q1=1.10, q3=1.50)),
+        Finalist(default, _ok(1.25, q1=1.15, q3=1.35), _ok(1.25, q1=1.15, q3=1.35)),
+    ]
+    best = best_config(records, search.settings, "s", request.storage, finalists=fresh)
+    assert best.decision == "compile" and best.source["trial"] == default.trial_number
+    assert "did not beat default torch.compile by more than the measured spread" in best.reason
+    clear = [Finalist(tuned, _ok(1.6), _ok(1.6)), fresh[1]]
+    best = best_config(records, search.settings, "s", request.storage, finalists=clear)
+    assert best.source["trial"] == tuned.trial_number
+    assert best.metrics["cold_compile_time_s"] == 0.5
