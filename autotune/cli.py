@@ -24,7 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
+    from autotune.trials._runner import tracked
+
     signal.signal(signal.SIGTERM, _interrupt)
+    before = tracked()  # an in-process caller's own trials are not ours to kill
     try:
         return int(args.run(args))
     except UsageError as exc:
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         from autotune.trials import kill_all_trials
 
-        kill_all_trials()
+        kill_all_trials(keep=before)
 
 
 def _interrupt(signum: int, frame: Any) -> None:

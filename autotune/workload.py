@@ -1,11 +1,16 @@
-"""The model-file contract: ``get_model(device)`` and ``get_inputs(device)``.
+"""The model-file contract: ``get_model(device)``, ``get_inputs(device)``, and for training
+``loss_fn(output, inputs)`` and ``get_optimizer(model)``.
 
 A model file is a Python file that defines:
 
 - ``get_model(device: str) -> torch.nn.Module`` (required);
 - ``get_inputs(device: str)`` (required): a tuple of positional arguments for one call, or a dict
   of keyword arguments; a list of such tuples/dicts is a *shape distribution* and every trial
-  runs all of them.
+  runs all of them;
+- ``loss_fn(output, inputs) -> Tensor`` (optional, training only): the loss of one step;
+  default :func:`default_loss`;
+- ``get_optimizer(model) -> torch.optim.Optimizer`` (optional, training only): default
+  ``torch.optim.AdamW(model.parameters(), lr=1e-3)``.
 
 The parent of trials only imports the file and checks that both functions exist (it must not
 touch CUDA); building the model and its inputs happens in the trial child, which reports a
@@ -17,14 +22,22 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autotune.errors import UsageError
 
+if TYPE_CHECKING:
+    import torch
+
 REQUIRED = ("get_model", "get_inputs")
+OPTIONAL = ("loss_fn", "get_optimizer")  # the train workload's; defaults otherwise
+DEFAULT_LEARNING_RATE = 1e-3
+
+LossFn = Callable[[Any, Any], "torch.Tensor"]
 
 
 class WorkloadError(UsageError):
@@ -37,6 +50,12 @@ class Call:
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+
+    @property
+    def inputs(self) -> Any:
+        """The inputs as ``loss_fn`` receives them: the dict of keyword arguments, else the
+        tuple of positional arguments (a bare tensor from ``get_inputs`` is a 1-tuple)."""
+        return self.kwargs if self.kwargs else self.args
 
 
 def load_model_file(path: str | Path) -> ModuleType:
@@ -97,6 +116,93 @@ def build_calls(module: ModuleType, device: str) -> list[Call]:
     return [_to_call(module, item, i) for i, item in enumerate(items)]
 
 
+def loss_function(module: ModuleType) -> LossFn:
+    """The file's ``loss_fn(output, inputs)``, or :func:`default_loss` if it defines none.
+
+    The returned function checks every loss it computes: a floating-point tensor of one
+    element that requires grad; anything else, or an exception, raises :class:`WorkloadError`.
+    """
+    user = getattr(module, "loss_fn", None)
+    if user is not None and not callable(user):
+        raise WorkloadError(
+            f"loss_fn in {module.__file__} is a {type(user).__name__}, but must be a function "
+            "loss_fn(output, inputs) -> Tensor; define it as one, or delete it to use the "
+            "default loss (the mean of each floating-point output tensor, summed)."
+        )
+    fn: LossFn = user if user is not None else default_loss
+    what = "loss_fn(output, inputs)" if user is not None else "the default loss"
+
+    def loss(output: Any, inputs: Any) -> torch.Tensor:
+        try:
+            value = fn(output, inputs)
+        except WorkloadError:
+            raise
+        except Exception as exc:
+            raise WorkloadError(
+                f"{what} in {module.__file__} raised {_one_line(exc)}. Fix the model file "
+                "(run with --debug for the traceback)."
+            ) from exc
+        _check_loss(module, what, value)
+        return value
+
+    return loss
+
+
+def default_loss(output: Any, inputs: Any) -> torch.Tensor:
+    """The loss of a step when the model file defines no ``loss_fn``.
+
+    It is the sum, over every floating-point tensor leaf of ``output`` (found in nested tuples,
+    lists, dicts, Hugging Face ``ModelOutput``s and dataclasses, in order), of that tensor's
+    mean. ``inputs`` is not read.
+
+    Raises:
+        WorkloadError: ``output`` holds no floating-point tensor.
+
+    Example:
+        >>> import torch
+        >>> default_loss((torch.ones(2, 2), {"aux": torch.zeros(3)}), ()).item()
+        1.0
+    """
+
+    leaves = [t for t in _tensor_leaves(output) if t.is_floating_point()]
+    if not leaves:
+        raise WorkloadError(
+            f"the default loss is the mean of each floating-point tensor of the model's output, "
+            f"but the output ({type(output).__name__}) holds none; define "
+            "loss_fn(output, inputs) -> Tensor in the model file."
+        )
+    total: torch.Tensor = leaves[0].mean()
+    for leaf in leaves[1:]:
+        total = total + leaf.mean()
+    return total
+
+
+def build_optimizer(module: ModuleType, model: torch.nn.Module) -> torch.optim.Optimizer:
+    """Calls the file's ``get_optimizer(model)``, or returns ``AdamW(lr=1e-3)`` over the model's
+    parameters if it defines none."""
+    import torch
+
+    factory = getattr(module, "get_optimizer", None)
+    what = "get_optimizer(model)" if factory is not None else "the default optimizer AdamW"
+    try:
+        if factory is None:
+            optimizer = torch.optim.AdamW(model.parameters(), lr=DEFAULT_LEARNING_RATE)
+        else:
+            optimizer = factory(model)
+    except Exception as exc:
+        raise WorkloadError(
+            f"{what} for the model of {module.__file__} raised {_one_line(exc)}. A train "
+            "workload needs a model with parameters and an optimizer over them; fix "
+            "get_model or define get_optimizer(model) (run with --debug for the traceback)."
+        ) from exc
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise WorkloadError(
+            f"get_optimizer(model) in {module.__file__} returned {type(optimizer).__name__}, "
+            "but must return a torch.optim.Optimizer over model's parameters."
+        )
+    return optimizer
+
+
 def describe_calls(calls: list[Call]) -> list[str]:
     """Short descriptions of each call's tensor shapes, e.g. ``(8x128:float32)``."""
     return [_describe(call) for call in calls]
@@ -141,6 +247,42 @@ def _shape(value: Any) -> str:
         dims = "x".join(str(d) for d in value.shape) or "scalar"
         return f"{dims}:{str(value.dtype).removeprefix('torch.')}"
     return type(value).__name__
+
+
+def _check_loss(module: ModuleType, what: str, value: Any) -> None:
+    import torch
+
+    problem = ""
+    if not isinstance(value, torch.Tensor):
+        problem = f"returned {type(value).__name__}"
+    elif not value.is_floating_point() or value.numel() != 1:
+        shape = "x".join(map(str, value.shape)) or "scalar"
+        problem = f"returned a {shape} {str(value.dtype).removeprefix('torch.')} tensor"
+    elif not value.requires_grad:
+        problem = "returned a tensor that does not require grad (no parameter reaches it)"
+    if problem:
+        raise WorkloadError(
+            f"{what} in {module.__file__} {problem}, but a training step needs a one-element "
+            "floating-point tensor that requires grad to call backward() on."
+        )
+
+
+def _tensor_leaves(value: Any) -> Iterator[torch.Tensor]:
+    import dataclasses
+
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _tensor_leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensor_leaves(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _tensor_leaves(getattr(value, field.name))
 
 
 def _one_line(exc: BaseException) -> str:

@@ -18,7 +18,8 @@ from typing import Any
 
 CONTEXT_NAMES = ("device", "workload", "cpu_vector_widths")
 """Names a condition may use besides knobs: the device type (``"cpu"``, ``"cuda"``), the
-workload (``"infer"``) and the vector widths this CPU supports (e.g. ``[256, 512]``)."""
+workload (``"infer"`` or ``"train"``) and the vector widths this CPU supports (e.g.
+``[256, 512]``)."""
 
 SYNTAX = (
     "conditions use knob names, device, workload, cpu_vector_widths, literals, ==, !=, <, <=, "

@@ -11,7 +11,10 @@ from autotune.space._condition import CONTEXT_NAMES, Condition
 from autotune.space._knob import Knob, did_you_mean
 from autotune.space._validate import value_problems
 
-CONTEXT_VALUES: dict[str, tuple[str, ...]] = {"device": ("cpu", "cuda"), "workload": ("infer",)}
+CONTEXT_VALUES: dict[str, tuple[str, ...]] = {
+    "device": ("cpu", "cuda"),
+    "workload": ("infer", "train"),
+}
 MAX_CONTROLLER_VALUES = 10_000
 # Inductor knobs and compile.mode mean nothing to another backend: with a backend choice they
 # are suggested only when the backend is inductor.

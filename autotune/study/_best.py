@@ -52,29 +52,19 @@ def best_config(
     if not pool:
         return _do_not_compile(records, settings, study, storage, _why_none(records), None)
     best = max(pool, key=lambda r: objective.score(r) or 0.0)
-    best, noise_note = _prefer_default_within_noise(best, pool)
+    refusal = _refusal(best, objective, settings.calls)
+    if refusal is not None:
+        return _do_not_compile(records, settings, study, storage, refusal, best)
+    chosen, note = _against_default(best, pool, objective, settings.calls)
+    if chosen is None:
+        return _do_not_compile(records, settings, study, storage, note, best)
+    best = chosen
     q1, q3 = best.speedup_vs_eager_q1 or 0.0, best.speedup_vs_eager_q3 or 0.0
-    which = f"trial {best.trial_number}: {best.brief}"
-    if q1 <= 1.0:
-        reason = (
-            f"the best correct compiled configuration ({which}) ran "
-            f"{best.speedup_vs_eager:.3f}x eager, but its paired rounds spread {q1:.3f}x to "
-            f"{q3:.3f}x: not reliably faster than eager"
-        )
-        return _do_not_compile(records, settings, study, storage, reason, best)
     score = objective.score(best) or 0.0
-    if objective.kind == "amortized" and score <= 1.0:
-        reason = (
-            f"over {settings.calls} calls no configuration pays back its compile time: the "
-            f"best ({which}) runs {best.speedup_vs_eager:.3f}x eager but compiles in "
-            f"{best.compile_time_s or 0:.1f} s, so it breaks even only after "
-            f"{_calls(break_even_calls(best))} calls"
-        )
-        return _do_not_compile(records, settings, study, storage, reason, best)
     reason = (
         f"trial {best.trial_number} was the best correct configuration "
         f"({objective.describe()}): {best.speedup_vs_eager:.3f}x eager (paired rounds "
-        f"{q1:.3f}x to {q3:.3f}x){noise_note}"
+        f"{q1:.3f}x to {q3:.3f}x){note}"
     )
     config = CompileConfig.from_dict(best.config)
     made = _file(settings, study, storage, best, "compile", reason, config)
@@ -89,21 +79,46 @@ def best_config(
     return made
 
 
-def _prefer_default_within_noise(
-    best: TrialRecord, pool: list[TrialRecord]
-) -> tuple[TrialRecord, str]:
-    """A tuned config must beat default torch.compile by more than the measured spread: when
-    its lower quartile does not clear the default's upper quartile, the default wins."""
+def _refusal(best: TrialRecord, objective: Objective, calls: int | None) -> str | None:
+    """Why ``best`` must not be shipped, or None: it must beat eager in three of four paired
+    rounds, and under the amortized objective pay its compile back within the calls."""
+    q1, q3 = best.speedup_vs_eager_q1 or 0.0, best.speedup_vs_eager_q3 or 0.0
+    which = f"trial {best.trial_number}: {best.brief}"
+    if q1 <= 1.0:
+        return (
+            f"the best correct compiled configuration ({which}) ran "
+            f"{best.speedup_vs_eager:.3f}x eager, but its paired rounds spread {q1:.3f}x to "
+            f"{q3:.3f}x: not reliably faster than eager"
+        )
+    if objective.kind == "amortized" and (objective.score(best) or 0.0) <= 1.0:
+        return (
+            f"over {calls} calls no configuration pays back its compile time: the "
+            f"best ({which}) runs {best.speedup_vs_eager:.3f}x eager but compiles in "
+            f"{best.compile_time_s or 0:.1f} s, so it breaks even only after "
+            f"{_calls(break_even_calls(best))} calls"
+        )
+    return None
+
+
+def _against_default(
+    best: TrialRecord, pool: list[TrialRecord], objective: Objective, calls: int | None
+) -> tuple[TrialRecord | None, str]:
+    """A tuned config must beat default torch.compile by more than the measured spread (its
+    lower quartile above the default's upper one). Otherwise the default compile is
+    recommended when it passes on its own, and no compile when it does not."""
     default = next((r for r in pool if r.baseline == "default"), None)
     if default is None or best is default:
         return best, ""
     if (best.speedup_vs_eager_q1 or 0.0) > (default.speedup_vs_eager_q3 or 0.0):
         return best, ""
-    return default, (
-        f"; the tuned trial {best.trial_number} ({best.speedup_vs_eager:.3f}x eager) did not "
-        "beat default torch.compile by more than the measured spread, so the default compile "
-        "is recommended"
+    within = (
+        f"the tuned trial {best.trial_number} ({best.speedup_vs_eager:.3f}x eager) did not "
+        f"beat default torch.compile ({default.speedup_vs_eager:.3f}x eager) by more than "
+        "the measured spread"
     )
+    if _refusal(default, objective, calls) is None:
+        return default, f"; {within}, so the default compile is recommended"
+    return None, f"{within}, and the default compile is not reliably faster than eager"
 
 
 def _calls(n: float | None) -> str:

@@ -167,7 +167,8 @@ class Search:
         if baseline == "eager" and result.failure_kind == "model_error":
             raise UsageError(
                 f"The model file {self.settings.model_path} does not run in eager mode on "
-                f"{self.settings.device}: {result.error}. No trial was compiled; fix the model "
+                f"{self.settings.device}: {(result.error or '').rstrip('.')}. No trial was "
+                "compiled; fix the model "
                 "file and run the same command again."
             )
 

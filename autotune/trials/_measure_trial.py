@@ -1,4 +1,8 @@
-"""Inside the trial process: eager reference, compile, correctness gate, interleaved timing."""
+"""Inside the trial process: eager reference, compile, correctness gate, interleaved timing.
+
+The infer workload calls the model in ``eval()`` mode under ``torch.no_grad()``; the train
+workload times training steps (see autotune.trials._train).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +19,13 @@ from autotune import measure
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
+from autotune.trials import _train
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import Call, build_calls, build_model, describe_calls, load_model_file
+
+WORKLOADS = ("infer", "train")
+_EAGER_STEPS = "two eager training steps from the same weights and seed"
 
 
 @dataclass
@@ -29,6 +37,8 @@ class Workload:
 
 def measure_trial(spec: TrialSpec) -> TrialResult:
     """Runs one trial; a classified failure comes back as a failed TrialResult."""
+    if spec.workload not in WORKLOADS:
+        raise ValueError(f"TrialSpec.workload must be one of {WORKLOADS}, got {spec.workload!r}")
     deadline = time.monotonic() + spec.budget_s
     config = CompileConfig.from_dict(spec.config) if spec.config is not None else None
     facts: dict[str, Any] = {
@@ -36,15 +46,24 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
         "threads": torch.get_num_threads(),
     }
     try:
+        if spec.workload == "train":
+            with torch.enable_grad():
+                return _train_trial(spec, config, deadline, facts)
         with torch.no_grad():
             started = time.perf_counter()
             work = _setup(spec)
-            facts["phases"] = {"setup_s": time.perf_counter() - started}
-            facts["inputs"] = describe_calls(work.calls)
-            facts["model"] = model_fingerprint(work.model)
+            _record_setup(facts, started, work.calls, work.model)
             return _compile_and_time(spec, config, work, deadline, facts)
     except TrialFailure as failure:
         return TrialResult.failed(failure.kind, str(failure), **facts)
+
+
+def _record_setup(
+    facts: dict[str, Any], started: float, calls: list[Call], model: torch.nn.Module
+) -> None:
+    facts["phases"] = {"setup_s": time.perf_counter() - started}
+    facts["inputs"] = describe_calls(calls)
+    facts["model"] = model_fingerprint(model)
 
 
 def _setup(spec: TrialSpec) -> Workload:
@@ -74,18 +93,69 @@ def _compile_and_time(
     target, compile_s = _compile(spec, config, work)
     facts["phases"]["compile_s"] = time.perf_counter() - started
     report = measure.compare_outputs(work.reference, target.outputs, relaxed=spec.relaxed_numerics)
-    if not report.ok:
-        kind = "model_error" if config is None else "accuracy"
-        error = report.detail
-        if config is None:
-            error = (
-                f"two eager calls on the same inputs differ ({error}); the model is not "
-                "deterministic, so no compiled output can be checked against it"
-            )
-        raise TrialFailure(kind, error)
+    _raise_unless_correct(report, config, "two eager calls")
+    timing = _time(
+        spec,
+        lambda: _sweep(work.model, work.calls),
+        lambda: _sweep(target.fn, work.calls),
+        deadline - 1.0,
+        facts,
+    )
+    return _ok_result(compile_s, timing, report, facts)
+
+
+def _train_trial(
+    spec: TrialSpec, config: CompileConfig | None, deadline: float, facts: dict[str, Any]
+) -> TrialResult:
+    """One training step per input is the timed unit; see autotune.trials._train."""
     started = time.perf_counter()
-    timing = _time(spec, work, target.fn, deadline)
-    facts["phases"]["timing_s"] = time.perf_counter() - started
+    work = _train.setup(spec)
+    _record_setup(facts, started, work.calls, work.model)
+    _reset_counters()
+    measure.reset_peak_memory(spec.device)
+    started = time.perf_counter()
+    target, steps, compile_s = _train.compile_first_steps(work, config, spec.device)
+    facts["phases"]["compile_s"] = time.perf_counter() - started
+    gate = _train.gate_config(work, config)
+    if gate is None:
+        report = _train.compare_steps(work.reference, steps, relaxed=spec.relaxed_numerics)
+        _raise_unless_correct(report, config, _EAGER_STEPS)
+    eager, calls = work.eager, work.calls
+    assert eager is not None
+    # The gate's own compile comes after timing: leave it twice what the first one took.
+    reserve = 1.0 + (2.0 * (compile_s or 0.0) if gate is not None else 0.0)
+    timing = _time(
+        spec, lambda: eager.sweep(calls), lambda: target.sweep(calls), deadline - reserve, facts
+    )
+    if gate is not None:
+        _, steps, _ = _train.compile_first_steps(work, gate, spec.device)
+        report = _train.compare_steps(work.reference, steps, relaxed=spec.relaxed_numerics)
+        _raise_unless_correct(report, config, _EAGER_STEPS)
+    result = _ok_result(compile_s, timing, report, facts)
+    result.accuracy["fallback_random_copy"] = gate is not None
+    return result
+
+
+def _raise_unless_correct(
+    report: measure.AccuracyReport, config: CompileConfig | None, eager_runs: str
+) -> None:
+    if report.ok:
+        return
+    if config is not None:
+        raise TrialFailure("accuracy", report.detail)
+    raise TrialFailure(
+        "model_error",
+        f"{eager_runs} on the same inputs differ ({report.detail}); the model is not "
+        "deterministic, so no compiled output can be checked against it",
+    )
+
+
+def _ok_result(
+    compile_s: float | None,
+    timing: measure.Timing,
+    report: measure.AccuracyReport,
+    facts: dict[str, Any],
+) -> TrialResult:
     return TrialResult(
         status="ok",
         compile_time_s=compile_s,
@@ -98,9 +168,7 @@ def _compile_and_time(
         speedup_vs_eager_q3=timing.ratio.q3,
         rounds=timing.rounds,
         calls_per_sample=timing.calls_per_sample,
-        peak_memory_bytes=measure.peak_memory_bytes(spec.device),
         accuracy={"max_abs_diff": report.max_abs_diff, "max_rel_diff": report.max_rel_diff},
-        **_dynamo_facts(),
         **facts,
     )
 
@@ -130,21 +198,33 @@ def _compile(
     return _Target(compiled, outputs), total
 
 
-def _time(spec: TrialSpec, work: Workload, fn: Callable[..., Any], deadline: float) -> Any:
+def _time(
+    spec: TrialSpec,
+    eager_fn: Callable[[], object],
+    compiled_fn: Callable[[], object],
+    deadline: float,
+    facts: dict[str, Any],
+) -> measure.Timing:
+    """Interleaved timing; then the measurements taken after it (peak memory, Dynamo facts)."""
     s = spec.measure
+    started = time.perf_counter()
     try:
-        return measure.interleaved_timing(
-            lambda: _sweep(work.model, work.calls),
-            lambda: _sweep(fn, work.calls),
+        timing = measure.interleaved_timing(
+            eager_fn,
+            compiled_fn,
             spec.device,
             warmup=s.warmup,
             min_rounds=s.min_rounds,
             max_rounds=s.max_rounds,
             target_seconds=s.target_seconds,
-            deadline=deadline - 1.0,
+            deadline=deadline,
         )
     except Exception as exc:
         raise classify(exc, None) from exc
+    facts["phases"]["timing_s"] = time.perf_counter() - started
+    facts["peak_memory_bytes"] = measure.peak_memory_bytes(spec.device)
+    facts.update(_dynamo_facts())
+    return timing
 
 
 def _sweep(fn: Callable[..., Any], calls: list[Call]) -> list[Any]:

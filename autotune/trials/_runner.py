@@ -86,12 +86,19 @@ class SubprocessRunner:
                 untrack(proc.pid)
 
 
-def kill_all_trials() -> None:
-    """SIGKILLs the process group of every running trial and host (on interrupt or exit)."""
+def kill_all_trials(keep: frozenset[int] = frozenset()) -> None:
+    """SIGKILLs the process group of every running trial and host (on interrupt or exit),
+    but those in ``keep`` (e.g. started before, by someone else in this process)."""
     with _lock:
-        groups = list(_live_groups)
+        groups = list(_live_groups - keep)
     for pgid in groups:
         kill_group(pgid)
+
+
+def tracked() -> frozenset[int]:
+    """The process groups of the trials and hosts running now."""
+    with _lock:
+        return frozenset(_live_groups)
 
 
 def track(pgid: int) -> None:

@@ -247,7 +247,15 @@ def test_a_winner_within_the_noise_of_default_compile_gives_way_to_it(request_fo
     ]
     best = best_config(records, search.settings, "s", request.storage, finalists=fresh)
     assert best.decision == "compile" and best.source["trial"] == default.trial_number
-    assert "did not beat default torch.compile by more than the measured spread" in best.reason
+    assert "did not beat default torch.compile (1.250x eager) by more than" in best.reason
+    assert best.reason.endswith("so the default compile is recommended")
+    shaky_default = [
+        fresh[0],
+        Finalist(default, _ok(1.2, q1=0.9, q3=1.4), _ok(1.2, q1=0.9, q3=1.4)),
+    ]
+    best = best_config(records, search.settings, "s", request.storage, finalists=shaky_default)
+    assert best.decision == "do_not_compile"
+    assert "the default compile is not reliably faster than eager" in best.reason
     clear = [Finalist(tuned, _ok(1.6), _ok(1.6)), fresh[1]]
     best = best_config(records, search.settings, "s", request.storage, finalists=clear)
     assert best.source["trial"] == tuned.trial_number
