@@ -94,6 +94,7 @@ def _compile_and_time(
     facts["phases"]["compile_s"] = time.perf_counter() - started
     report = measure.compare_outputs(work.reference, target.outputs, relaxed=spec.relaxed_numerics)
     _raise_unless_correct(report, config, "two eager calls")
+    _raise_on_recompile_storm()
     timing = _time(
         spec,
         lambda: _sweep(work.model, work.calls),
@@ -101,7 +102,53 @@ def _compile_and_time(
         deadline - 1.0,
         facts,
     )
+    _raise_on_recompile_storm()
+    if len(work.calls) > 1:
+        facts["per_shape"] = _per_shape(spec, work, target.fn, deadline - 1.0)
     return _ok_result(compile_s, timing, report, facts)
+
+
+def _per_shape(
+    spec: TrialSpec, work: Workload, fn: Callable[..., Any], deadline: float
+) -> list[dict[str, Any]]:
+    """Latency of each input of a shape distribution, paired with eager like the sweep."""
+    shapes = []
+    for call, described in zip(work.calls, describe_calls(work.calls), strict=True):
+        try:
+            t = measure.interleaved_timing(
+                partial(_one, work.model, call), partial(_one, fn, call), spec.device,
+                warmup=1, min_rounds=5, max_rounds=spec.measure.max_rounds,
+                target_seconds=spec.measure.target_seconds / len(work.calls), deadline=deadline,
+            )  # fmt: skip
+        except TimeoutError:
+            break  # the budget is spent: the sweep's figures stand, this detail does not
+        shapes.append({
+            "inputs": described, "latency_s": t.compiled.median,
+            "eager_latency_s": t.eager.median, "speedup_vs_eager": t.ratio.median,
+        })  # fmt: skip
+    return shapes
+
+
+def _raise_on_recompile_storm() -> None:
+    """Past Dynamo's recompile limit, new shapes run eager without a word: a failure here."""
+    from torch._dynamo import utils
+
+    metrics = list(getattr(utils, "get_compilation_metrics", lambda: [])())
+    reasons = [str(getattr(m, "fail_reason", "") or "") for m in metrics]
+    reasons += [str(key) for key in utils.counters["unimplemented"]]
+    hit = next((r for r in reasons if _is_limit(r)), None)
+    if hit is not None:
+        raise TrialFailure(
+            "recompile_storm",
+            f"hit Dynamo's recompile limit after {len(metrics)} compiles ("
+            f"{hit.strip().splitlines()[0][:200]}); later shapes would run eager. Search "
+            "dynamic=true, or raise dynamo.recompile_limit in the space",
+        )
+
+
+def _is_limit(reason: str) -> bool:
+    text = reason.lower().replace("_", " ")
+    return "recompile limit" in text or "cache size limit" in text
 
 
 def _train_trial(

@@ -15,6 +15,7 @@ FAILURE_KINDS = (
     "accuracy",  # outputs differ from eager beyond the dtype's tolerance
     "model_error",  # the model file broke its contract or eager itself failed
     "memory_budget",  # ran and matched eager, but its peak memory broke --memory-budget
+    "recompile_storm",  # hit Dynamo's recompile limit: new shapes silently ran eager
 )
 
 
@@ -80,6 +81,7 @@ class TrialResult:
     environment: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # setup_s, compile_s, timing_s
     threads: int | None = None  # torch intra-op threads the trial ran with
+    per_shape: list[dict[str, Any]] = field(default_factory=list)  # shape distributions only
     wall_time_s: float | None = None
 
     @property
