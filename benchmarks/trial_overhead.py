@@ -15,7 +15,8 @@ generated kernels), so no trial is served a whole compiled graph from another; t
 of each way pays the cold kernel build. Overhead = trial wall time - its compile (first call)
 - its timed work.
 
-Part 2 runs ``autotune search`` for a whole study with ``--trial-host cold`` and ``warm``.
+Part 2 runs ``autotune search`` for a whole study with ``--trial-host cold`` and ``warm``
+(``--scope whole --finalists 0``: only the trials differ between the two).
 Writes ``benchmarks/results/trial_overhead_<device>.md`` (and prints it).
 """
 
@@ -84,7 +85,8 @@ def _study(host: str, trials: int) -> float:
             [sys.executable, "-m", "autotune.cli", "search", MODEL, "--device", "cpu",
              "--trials", str(trials), "--trial-host", host, "--measure-seconds", "0.5",
              "--space", str(HERE / "overhead_space.toml"), "--storage", f"sqlite:///{tmp}/a.db",
-             "--out", f"{tmp}/best.json", "--cache-dir", f"{tmp}/cache"],
+             "--out", f"{tmp}/best.json", "--cache-dir", f"{tmp}/cache",
+             "--scope", "whole", "--finalists", "0"],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
         return time.monotonic() - started

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from autotune.records import TrialRecord
 from autotune.study._best import candidates
 from autotune.study._objective import Objective
+from autotune.study._records import measurements
 from autotune.study._settings import StudySettings
 from autotune.trials import SubprocessRunner, TrialResult, TrialSpec
 
@@ -40,17 +41,8 @@ class Finalist:
     def record(self, warm_start: bool = False) -> TrialRecord:
         """The search record with the fresh measurements (compile: cold, or warm)."""
         compile_s = (self.warm if warm_start else self.cold).compile_time_s
-        w = self.warm
         return dataclasses.replace(
-            self.searched,
-            compile_time_s=compile_s,
-            latency_median_s=w.latency_median_s,
-            latency_iqr_s=w.latency_iqr_s,
-            eager_latency_median_s=w.eager_latency_median_s,
-            speedup_vs_eager=w.speedup_vs_eager,
-            speedup_vs_eager_q1=w.speedup_vs_eager_q1,
-            speedup_vs_eager_q3=w.speedup_vs_eager_q3,
-            peak_memory_bytes=w.peak_memory_bytes,
+            self.searched, compile_time_s=compile_s, **measurements(self.warm)
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from autotune.records import TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.trials import TrialResult
@@ -19,7 +21,7 @@ def to_record(
     default_speedup: float | None,
 ) -> TrialRecord:
     """One record: the config, how the trial ended, its measurements and where it ran."""
-    speedup = result.speedup_vs_eager if result.ok else None
+    measured = measurements(result)
     return TrialRecord(
         trial_number=number,
         optuna_trial_id=optuna_trial_id,
@@ -32,14 +34,8 @@ def to_record(
         error=result.error,
         error_tail=result.error_tail,
         compile_time_s=result.compile_time_s,
-        latency_median_s=result.latency_median_s,
-        latency_iqr_s=result.latency_iqr_s,
-        eager_latency_median_s=result.eager_latency_median_s,
-        speedup_vs_eager=speedup,
-        speedup_vs_eager_q1=result.speedup_vs_eager_q1 if result.ok else None,
-        speedup_vs_eager_q3=result.speedup_vs_eager_q3 if result.ok else None,
-        speedup_vs_default=_ratio(speedup, default_speedup, baseline),
-        peak_memory_bytes=result.peak_memory_bytes,
+        **measured,
+        speedup_vs_default=_ratio(measured["speedup_vs_eager"], default_speedup, baseline),
         graphs=result.graphs,
         graph_breaks=result.graph_breaks,
         recompiles=result.recompiles,
@@ -48,6 +44,20 @@ def to_record(
         environment=result.environment,
         result=result.to_dict(),
     )
+
+
+def measurements(result: TrialResult) -> dict[str, Any]:
+    """The steady-state figures of a trial, as record fields (speedups only when it ran ok)."""
+    ok = result.ok
+    return {
+        "latency_median_s": result.latency_median_s,
+        "latency_iqr_s": result.latency_iqr_s,
+        "eager_latency_median_s": result.eager_latency_median_s,
+        "speedup_vs_eager": result.speedup_vs_eager if ok else None,
+        "speedup_vs_eager_q1": result.speedup_vs_eager_q1 if ok else None,
+        "speedup_vs_eager_q3": result.speedup_vs_eager_q3 if ok else None,
+        "peak_memory_bytes": result.peak_memory_bytes,
+    }
 
 
 def _ratio(speedup: float | None, default: float | None, baseline: str | None) -> float | None:
