@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import signal
 import sys
 import traceback
-from pathlib import Path
 from typing import Any
 
 from autotune.errors import UsageError
@@ -133,7 +131,7 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         "--cache-dir",
         metavar="DIR",
         help="kernel cache shared by the study's trials "
-        "(default: $AUTOTUNE_CACHE_DIR or ~/.cache/autotune/STUDY)",
+        "(default: $AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study)",
     )
     p.add_argument(
         "--trial-host",
@@ -244,15 +242,6 @@ def _device(text: str) -> str:
     if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
         raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
     return text
-
-
-def default_cache_dir(study: str) -> str:
-    """``$AUTOTUNE_CACHE_DIR``, else one folder per study under the user's cache folder."""
-    if os.environ.get("AUTOTUNE_CACHE_DIR"):
-        return os.environ["AUTOTUNE_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study)
-    return str(Path(base, "autotune", slug))
 
 
 if __name__ == "__main__":

@@ -17,11 +17,10 @@ if TYPE_CHECKING:
 
 def run_search(args: argparse.Namespace) -> int:
     """Runs or resumes a study and writes the best-config file; returns the exit code."""
-    from autotune.cli import default_cache_dir
     from autotune.trials import SubprocessRunner, WarmHostRunner
 
     request = _request(args)
-    request.cache_dir = args.cache_dir or default_cache_dir(request.study_name)
+    request.cache_dir = args.cache_dir  # None: the study's own folder (Search decides)
     kind = WarmHostRunner if args.trial_host == "warm" else SubprocessRunner
     runners = [kind(cores=cores) for cores in _core_sets(args.jobs, request.settings.device)]
     try:

@@ -22,7 +22,7 @@ from autotune.space import SearchSpace, space_from_dict
 from autotune.study._objective import Objective
 from autotune.study._records import to_record
 from autotune.study._settings import StudySettings, check_resume
-from autotune.study._storage import HEARTBEAT_S, open_optuna_storage
+from autotune.study._storage import HEARTBEAT_S, default_cache_dir, open_optuna_storage
 from autotune.trials import TrialResult, TrialRunner, TrialSpec
 
 BASELINE_ATTR = "autotune.baseline"
@@ -64,6 +64,10 @@ class Search:
         self.on_note = on_note
         self.records = RecordStore(request.storage)
         self.study = _open_study(request)
+        if request.cache_dir is None:
+            request.cache_dir = default_cache_dir(
+                request.study_name, self.study._study_id, request.storage
+            )
         self.settings = self._settle_settings()
         self.space: SearchSpace = space_from_dict(
             self.settings.space,

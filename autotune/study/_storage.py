@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 import warnings
+from pathlib import Path
 from typing import Any
 
 from autotune.errors import UsageError
@@ -56,3 +60,16 @@ def _engine_kwargs(url: str) -> dict[str, Any]:
     if url.startswith("sqlite"):
         return {"connect_args": {"timeout": 60}}
     return {"pool_pre_ping": True}
+
+
+def default_cache_dir(study: str, study_id: int, storage: str) -> str:
+    """``$AUTOTUNE_CACHE_DIR``, else a folder of the user's cache for this very study: its
+    name, its Optuna id and its storage, so a study re-created under an old name (or one in
+    another database) never inherits compiled graphs, and their optimistic compile times."""
+    if os.environ.get("AUTOTUNE_CACHE_DIR"):
+        return os.environ["AUTOTUNE_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    where = storage if not storage.startswith("sqlite:///") else str(Path(storage[10:]).resolve())
+    digest = hashlib.sha256(f"{where}|{study_id}".encode()).hexdigest()[:10]
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study)
+    return str(Path(base, "autotune", f"{slug}-{digest}"))
