@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import re
 import signal
 import sys
 import traceback
 from typing import Any
 
+from autotune import _argtypes as argtypes
 from autotune.errors import UsageError
 
 EXIT_USAGE = 2
@@ -80,19 +80,19 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="model file defining get_model(device) and get_inputs(device)")
     p.add_argument(
         "--trials",
-        type=_positive_int,
+        type=argtypes.positive_int,
         default=20,
         help="trial budget of the study, baselines excluded (default 20)",
     )
     p.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=argtypes.positive_float,
         metavar="SECONDS",
         help="wall clock of this run: no trial starts after it",
     )
     p.add_argument(
         "--compile-budget",
-        type=_positive_float,
+        type=argtypes.positive_float,
         default=600.0,
         metavar="SECONDS",
         help="per trial: a trial still compiling or running after it is killed (default 600)",
@@ -116,13 +116,13 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         help="best-config file to write (default best_config.json)",
     )
     p.add_argument(
-        "--device", type=_device, help="cpu, cuda or cuda:N (default: cuda if available)"
+        "--device", type=argtypes.device, help="cpu, cuda or cuda:N (default: cuda if available)"
     )
     p.add_argument("--seed", type=int, default=0, help="seeds the sampler, weights and inputs")
     p.add_argument("--sampler", choices=("tpe", "random"), default="tpe")
     p.add_argument(
         "--measure-seconds",
-        type=_positive_float,
+        type=argtypes.positive_float,
         default=2.0,
         metavar="SECONDS",
         help="time spent on interleaved eager/compiled timing per trial (default 2)",
@@ -149,13 +149,13 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--calls",
-        type=_positive_int,
+        type=argtypes.positive_int,
         metavar="N",
         help="with --objective amortized: the calls the compile must pay back",
     )
     p.add_argument(
         "--memory-budget",
-        type=_size,
+        type=argtypes.size,
         metavar="SIZE",
         help="peak memory a trial may use (e.g. 8GiB, 500MB): above it a trial is infeasible "
         "(CUDA: max allocated; CPU: peak RSS of the trial process)",
@@ -184,7 +184,7 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=argtypes.positive_int,
         default=1,
         help="trials run at once (CPU only; each job gets its own cores; default 1)",
     )
@@ -208,40 +208,6 @@ def _run_search(args: argparse.Namespace) -> int:
     from autotune.search import run_search
 
     return run_search(args)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
-
-
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
-
-
-def _size(text: str) -> int:
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(
-            f"must be a size such as 8GiB, 500MB or 1048576 (bytes), got {text!r}"
-        )
-    return int(float(match.group(1)) * _UNITS[unit])
-
-
-def _device(text: str) -> str:
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
-        raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
-    return text
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from typing import TYPE_CHECKING, Any
+
+from autotune import _argtypes as argtypes
 
 if TYPE_CHECKING:
     from autotune.space import Knob
@@ -31,7 +32,7 @@ def add_spaces_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="validate a space file: 'ok: N configurations', or every problem and exit 2",
     )
-    p.add_argument("--device", type=_device, help="cpu, cuda or cuda:N")
+    p.add_argument("--device", type=argtypes.device, help="cpu, cuda or cuda:N")
     p.add_argument(
         "--allow-numerics-changes",
         action="store_true",
@@ -139,12 +140,6 @@ def _default_device(space: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _device(text: str) -> str:
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
-        raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
-    return text
 
 
 __all__ = ["add_spaces_parser", "run_spaces"]

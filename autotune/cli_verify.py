@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from autotune.cli import _device, _positive_float, _positive_int
+from autotune import _argtypes as argtypes
 from autotune.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,24 +32,26 @@ def add_verify_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("best_config", help="the best-config file written by `autotune search`")
     p.add_argument("model", help="the model file it was tuned for")
-    p.add_argument("--device", type=_device, help="cpu, cuda or cuda:N (default: the file's)")
+    p.add_argument(
+        "--device", type=argtypes.device, help="cpu, cuda or cuda:N (default: the file's)"
+    )
     p.add_argument(
         "--compile-budget",
-        type=_positive_float,
+        type=argtypes.positive_float,
         default=600.0,
         metavar="SECONDS",
         help="per measurement: still compiling or running after it is `broken` (default 600)",
     )
     p.add_argument(
         "--measure-seconds",
-        type=_positive_float,
+        type=argtypes.positive_float,
         default=2.0,
         metavar="SECONDS",
         help="interleaved eager/compiled timing per measurement (default 2)",
     )
     p.add_argument(
         "--repeats",
-        type=_positive_int,
+        type=argtypes.positive_int,
         default=1,
         metavar="N",
         help="run each measurement N times and pool them (the medians; default 1)",
