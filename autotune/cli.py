@@ -154,6 +154,23 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         help="with --objective amortized: the calls the compile must pay back",
     )
     p.add_argument(
+        "--pareto",
+        action="store_true",
+        help="multi-objective study: latency against compile time (and, with --pareto-axes, "
+        "memory); prints the Pareto front, --pick chooses from it",
+    )
+    p.add_argument(
+        "--pareto-axes",
+        metavar="AXES",
+        help="with --pareto: latency,compile (default) or latency,compile,memory",
+    )
+    p.add_argument(
+        "--pick",
+        metavar="RULE",
+        help="with --pareto: a goal (fastest, min-compile, min-memory; default fastest) and "
+        "limits, quoted, e.g. 'fastest,compile<=60' or 'min-compile,speedup>=1.2'",
+    )
+    p.add_argument(
         "--memory-budget",
         type=argtypes.size,
         metavar="SIZE",

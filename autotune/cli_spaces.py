@@ -137,9 +137,9 @@ def _default_device(space: str) -> str:
     machine's device."""
     if space in ("cpu", "cuda"):
         return space
-    import torch
+    from autotune._device import default_device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return default_device()
 
 
 __all__ = ["add_spaces_parser", "run_spaces"]

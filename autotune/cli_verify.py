@@ -90,7 +90,7 @@ def run_verify(args: argparse.Namespace) -> int:
         raise UsageError(f"{exc}{remedy}") from exc
     load_model_file(args.model)
     device = args.device or str(best.workload.get("device") or "cpu")
-    _check_device(device)
+    _check_device(device, None if args.device else f"The file's device {device}")
     default = None if args.skip_default else CompileConfig()
     plan_measurements(best, default)  # refuses what cannot be verified before any output
     progress = sys.stderr if args.json else sys.stdout
@@ -112,15 +112,15 @@ def run_verify(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _check_device(device: str) -> None:
-    import torch
+def _check_device(device: str, named: str | None) -> None:
+    from autotune._device import require
 
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError(
-            f"The file is verified on {device}, but this torch ({torch.__version__}) sees no "
-            "CUDA device. Pass --device cpu (its claims were measured on the file's device), "
-            "or run on a GPU machine with a CUDA build of torch."
-        )
+    require(
+        device,
+        "Pass --device cpu (the file's claims were measured on its own device), or run on a "
+        "GPU machine with a CUDA build of torch.",
+        named,
+    )
 
 
 def _heading(args: argparse.Namespace, best: BestConfig) -> str:

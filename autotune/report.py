@@ -8,6 +8,7 @@ from collections import Counter
 from autotune.records import TrialRecord
 from autotune.runtime.config import BestConfig
 from autotune.study._objective import Objective, break_even_calls
+from autotune.study._pareto import axis_value
 
 _BRIEF_WIDTH = 58
 
@@ -30,6 +31,28 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
         f"{head} {'ok':<13} {compile_s}  {latency}  {r.speedup_vs_eager or 0:5.2f}x eager"
         f"{default}{payback}{reused}"
     )
+
+
+def pareto_table(
+    points: list[TrialRecord], axes: list[str], title: str, chosen: TrialRecord | None = None
+) -> str:
+    """The Pareto front, fastest first; ``*`` marks the picked config."""
+    count = f"{len(points)} point{'s' if len(points) != 1 else ''}"
+    lines = [f"Pareto front of the {title} ({', '.join(axes)}): {count}"]
+    for r in points:
+        mark = "*" if chosen is not None and r.trial_number == chosen.trial_number else " "
+        label = f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}"
+        speed = f"{axis_value(r, 'latency') or 0:.2f}x eager"
+        spread = ""
+        if r.baseline != "eager" and r.speedup_vs_eager_q1 and r.speedup_vs_eager_q3:
+            spread = f" ({r.speedup_vs_eager_q1:.2f}-{r.speedup_vs_eager_q3:.2f})"
+        compile_s = axis_value(r, "compile") or 0.0
+        memory = f"  peak {r.peak_memory_bytes / 2**20:.0f}MiB" if r.peak_memory_bytes else ""
+        lines.append(
+            f" {mark} {label:>9} {speed}{spread:<12}  compile {compile_s:6.1f}s{memory}  "
+            f"{_clip(r.brief, _BRIEF_WIDTH)}"
+        )
+    return "\n".join(lines)
 
 
 def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from autotune.errors import UsageError
 
 if TYPE_CHECKING:
-    from autotune.study import SearchRequest
+    from autotune.records import TrialRecord
+    from autotune.runtime.config import BestConfig
+    from autotune.study import Objective, Search, SearchRequest
     from autotune.trials import TrialRunner
 
 
@@ -54,8 +56,7 @@ def _search(
     args: argparse.Namespace, request: SearchRequest, runners: Sequence[TrialRunner]
 ) -> int:
     from autotune import report
-    from autotune.study import Objective, Search, best_config
-    from autotune.study._finalists import pick_finalists, remeasure
+    from autotune.study import Objective, Search
 
     objective = Objective(request.settings.objective, request.settings.calls)
 
@@ -74,38 +75,74 @@ def _search(
         flush=True,
     )
     records = search.run()
+    if search.settings.pareto:
+        best = _pick(args, search, records)
+    else:
+        best = _best(args, search, records, objective)
+    best.dump(args.out)
+    print(report.summary(best, args.out, records))
+    return 0
+
+
+def _best(
+    args: argparse.Namespace, search: Search, records: list[TrialRecord], objective: Objective
+) -> BestConfig:
+    from autotune.study import best_config
+    from autotune.study._finalists import pick_finalists, remeasure
+
     finalists = None
     if args.finalists:
         picked = pick_finalists(records, objective, args.finalists)
         if picked:
             print(f"re-measuring {len(picked)} finalists cold and warm in fresh processes")
             finalists = remeasure(picked, search.settings, on_note=lambda n: print(n, flush=True))
-    best = best_config(
+    request = search.request
+    return best_config(
         records, search.settings, request.study_name, request.storage,
         finalists=finalists, warm_start=args.warm_start,
     )  # fmt: skip
-    best.dump(args.out)
-    print(report.summary(best, args.out, records))
-    return 0
+
+
+def _pick(args: argparse.Namespace, search: Search, records: list[TrialRecord]) -> BestConfig:
+    """A --pareto study: prints the search's front, re-measures the configs the rule admits,
+    and picks from the front of their fresh measurements."""
+    from autotune import report
+    from autotune.study import PickRule, candidates, pareto_finalists, pick_from_front
+    from autotune.study._finalists import remeasure
+    from autotune.study._pick import study_front
+
+    axes, rule = search.settings.pareto or [], PickRule.parse(args.pick or "fastest")
+    chosen = pareto_finalists(records, axes, rule, args.finalists) if args.finalists else []
+    finalists = None
+    if chosen:
+        print(report.pareto_table(study_front(candidates(records), records, axes), axes, "search"))
+        print(f"re-measuring {len(chosen)} finalists cold and warm in fresh processes")
+        finalists = remeasure(chosen, search.settings, on_note=lambda n: print(n, flush=True))
+    request = search.request
+    picked = pick_from_front(
+        records, search.settings, request.study_name, request.storage, rule,
+        finalists=finalists, warm_start=args.warm_start,
+    )  # fmt: skip
+    title = "finalists" if finalists else "search"
+    print(report.pareto_table(picked.front, axes, title, picked.chosen))
+    return picked.best
 
 
 def _request(args: argparse.Namespace) -> SearchRequest:
     import torch
 
+    from autotune._device import default_device, require
     from autotune.space import load_space
     from autotune.study import Objective, SearchRequest, StudySettings
     from autotune.trials import MeasureSettings
     from autotune.workload import load_model_file
 
     Objective(args.objective, args.calls)  # refuses --calls without amortized, and back
+    pareto = _pareto_axes(args)
     model = Path(args.model).resolve()
     load_model_file(model)
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError(
-            f"--device {device} needs CUDA, but this torch ({torch.__version__}) sees no CUDA "
-            "device. Pass --device cpu, or install a CUDA build of torch on a GPU machine."
-        )
+    device = args.device or default_device()
+    require(device, "Pass --device cpu, or install a CUDA build of torch on a GPU machine.")
     space = load_space(
         args.space or device.split(":")[0],
         device,
@@ -127,6 +164,30 @@ def _request(args: argparse.Namespace) -> SearchRequest:
         objective=args.objective,
         calls=args.calls,
         memory_budget_bytes=args.memory_budget,
+        pareto=pareto,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     return SearchRequest(study, args.storage, settings, args.trials, args.timeout)
+
+
+def _pareto_axes(args: argparse.Namespace) -> list[str] | None:
+    """The axes of a --pareto study (None without it); checks --pick and --objective too."""
+    from autotune.study import PickRule, parse_axes
+
+    if not args.pareto:
+        for name, value in (("--pick", args.pick), ("--pareto-axes", args.pareto_axes)):
+            if value is not None:
+                raise UsageError(
+                    f"{name} {value!r} goes with a Pareto front, which only a --pareto study "
+                    "has: add --pareto (latency against compile time; --pareto-axes "
+                    "latency,compile,memory adds peak memory)."
+                )
+        return None
+    if args.objective != "latency":
+        raise UsageError(
+            f"--pareto replaces the single objective, got --objective {args.objective}: the "
+            "front already trades latency against compile time. Drop --objective, or drop "
+            "--pareto to optimize one objective."
+        )
+    PickRule.parse(args.pick or "fastest")
+    return list(parse_axes(args.pareto_axes or "latency,compile"))

@@ -6,7 +6,9 @@ For each model it measures, each in a trial process of its own (paired with eage
 trial, as the search does): default ``torch.compile`` and every mode preset that applies to
 the device; then it runs ``autotune search`` (whole-study wall time, the decision and the
 tuned config's re-measured speedup); and it measures the default config in two separate
-fresh processes to show repeatability. Writes ``benchmarks/results/suite_<device>.md``.
+fresh processes to show repeatability. Then it runs ``autotune verify`` on the emitted file
+``--verify`` times (default 3), each a separate command, and reports the speedup each measured
+against the one the file claims. Writes ``benchmarks/results/suite_<device>.md``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def main() -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--verify", type=int, default=3, help="autotune verify runs per model")
     args = parser.parse_args()
     rows = [_model_row(name, args) for name in args.models.split(",")]
     report = _report(rows, args)
@@ -88,14 +91,36 @@ def _search(model: str, args: argparse.Namespace) -> dict[str, object]:
              f"sqlite:///{tmp}/a.db", "--out", f"{tmp}/best.json", "--cache-dir", f"{tmp}/c"],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
+        wall_s = time.monotonic() - started
         best = json.loads(Path(tmp, "best.json").read_text())
+        verified = [_verify(f"{tmp}/best.json", model, args.device) for _ in range(args.verify)]
     config = best["config"]
     return {
-        "wall_s": time.monotonic() - started,
+        "wall_s": wall_s,
         "decision": best["decision"],
         "brief": CompileConfig.from_dict(config).brief() if config else "-",
         "speedup": best["metrics"].get("speedup_vs_eager"),
         "cold_compile_s": best["metrics"].get("cold_compile_time_s"),
+        "verify": verified,
+    }
+
+
+def _verify(best: str, model: str, device: str) -> dict[str, object]:
+    """One ``autotune verify --json`` run: its verdict and the speedup it measured."""
+    done = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "verify", best, model, "--device", device,
+         "--json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return {"verdict": f"exit {done.returncode}", "measured": None, "claimed": None}
+    return {
+        "verdict": report["verdict"],
+        "measured": report.get("measured_speedup_vs_eager"),
+        "claimed": report.get("claimed_speedup_vs_eager"),
+        "default": report.get("measured_default_speedup_vs_eager"),
     }
 
 
@@ -112,7 +137,8 @@ def _report(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
     modes = ["default", *MODES[args.device.split(":")[0]]]
     head = ["model", *(f"{m} (speedup vs eager, IQR; cold compile)" for m in modes),
             "autotune search (wall)", "tuned (decision, speedup, cold compile)",
-            "repeatability: default twice"]  # fmt: skip
+            "repeatability: default twice",
+            "autotune verify (verdict: measured vs claimed)"]  # fmt: skip
     lines = [
         f"# Model suite on {args.device}",
         "",
@@ -132,9 +158,24 @@ def _report(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
         tuned = (f"{search['decision']}: {search['brief']}, {search['speedup'] or 0:.2f}x, "
                  f"cold {search['cold_compile_s'] or 0:.1f}s")  # fmt: skip
         cells = [str(row["model"]), *(_cell(row[m]) for m in modes),  # type: ignore[arg-type]
-                 f"{search['wall_s']:.0f}s", tuned, _repeat(first, again)]  # fmt: skip
+                 f"{search['wall_s']:.0f}s", tuned, _repeat(first, again),
+                 _verified(search["verify"])]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _verified(runs: object) -> str:
+    assert isinstance(runs, list)
+    cells = []
+    for run in runs:
+        measured, claimed = run["measured"], run["claimed"]
+        said = f"{measured:.2f}x" if measured is not None else "-"
+        if claimed is not None:
+            said += f" vs {claimed:.2f}x"
+        elif run.get("default") is not None:  # "do not compile": default compile's gain now
+            said = f"default {run['default']:.2f}x"
+        cells.append(f"{run['verdict']}: {said}")
+    return "; ".join(cells) or "-"
 
 
 def _repeat(a: TrialResult, b: TrialResult) -> str:

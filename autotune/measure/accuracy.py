@@ -87,8 +87,10 @@ def compare_outputs(expected: Any, actual: Any, *, relaxed: bool = False) -> Acc
     """Compare the output of a compiled function with the eager one.
 
     Walks nested tuples, lists, dicts (``ModelOutput`` of transformers included), dataclasses,
-    tensors and Python scalars. Tensors must agree in shape, dtype and device; their values are
-    compared on CPU in float64 (complex128) with :data:`TOLERANCES`.
+    tensors and Python scalars, and other objects attribute by attribute unless their class
+    defines ``__eq__`` (a ``DynamicCache`` of transformers compares by its key/value tensors).
+    Tensors must agree in shape, dtype and device; their values are compared on CPU in float64
+    (complex128) with :data:`TOLERANCES`.
 
     Args:
         expected: The eager output.
@@ -122,6 +124,10 @@ def clone_outputs(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         changes = {f.name: clone_outputs(getattr(obj, f.name)) for f in _init_fields(obj)}
         return dataclasses.replace(obj, **changes)
+    if _plain_object(obj):
+        cloned = copy.copy(obj)
+        vars(cloned).update({name: clone_outputs(value) for name, value in vars(obj).items()})
+        return cloned
     return obj
 
 
@@ -173,17 +179,27 @@ class _Walk:
                 self.compare(getattr(expected, name), getattr(actual, name), f"{path}.{name}")
         elif isinstance(expected, (float, complex)):
             self.scalar(expected, actual, path)
+        elif _plain_object(expected):
+            self.mapping(vars(expected), vars(actual), path, attributes=True)
         elif not _equal(expected, actual):
             self.fail(path, f"{_type(expected)} differs: expected {expected!r}, got {actual!r}")
 
-    def mapping(self, expected: Mapping[Any, Any], actual: Mapping[Any, Any], path: str) -> None:
+    def mapping(
+        self,
+        expected: Mapping[Any, Any],
+        actual: Mapping[Any, Any],
+        path: str,
+        attributes: bool = False,
+    ) -> None:
         missing = [key for key in expected if key not in actual]
         unexpected = [key for key in actual if key not in expected]
         if missing or unexpected:
-            self.fail(path, f"keys differ: missing {missing}, unexpected {unexpected}")
+            what = "attributes" if attributes else "keys"
+            self.fail(path, f"{what} differ: missing {missing}, unexpected {unexpected}")
         for key, value in expected.items():
             if key in actual:
-                self.compare(value, actual[key], f"{path}[{_key(key)}]")
+                where = f"{path}.{key}" if attributes else f"{path}[{_key(key)}]"
+                self.compare(value, actual[key], where)
 
     def sequence(self, expected: Any, actual: Any, path: str) -> None:
         if len(expected) != len(actual):
@@ -288,6 +304,12 @@ def _tensor_failure(
         f"{tally.max_abs:.3g}, max rel diff {tally.max_rel:.3g}; first at {index}: "
         f"expected {want!r}, got {got!r}"
     )
+
+
+def _plain_object(obj: Any) -> bool:
+    """An instance that keeps its state in ``__dict__`` and has no ``__eq__`` of its own (a
+    KV cache of transformers, say): compared attribute by attribute."""
+    return hasattr(obj, "__dict__") and type(obj).__eq__ is object.__eq__ and not callable(obj)
 
 
 def _equal(expected: Any, actual: Any) -> bool:

@@ -8,14 +8,10 @@ Example:
 
 from __future__ import annotations
 
+from autotune.records._engine import StorageError, redact_url
+from autotune.records._record import FAILURE_KINDS, TrialRecord
 from autotune.records.export import export_parquet
-from autotune.records.store import (
-    FAILURE_KINDS,
-    RecordStore,
-    StorageError,
-    TrialRecord,
-    redact_url,
-)
+from autotune.records.store import RecordStore
 from autotune.records.tables import SCHEMA_VERSION, TABLE_NAMES
 
 __all__ = [

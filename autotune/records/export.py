@@ -7,7 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from autotune.records.store import ENV_KEYS, TrialRecord
+from autotune.records._record import ENV_KEYS, TrialRecord
 
 if TYPE_CHECKING:
     from autotune.records.store import RecordStore

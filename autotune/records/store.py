@@ -6,115 +6,22 @@ import dataclasses
 import importlib.metadata
 import json
 import math
-import re
-import time
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
+from sqlalchemy.exc import IntegrityError
 
-from autotune.errors import UsageError
-from autotune.records.tables import (
-    ENV_COLUMN_LENGTHS,
-    METADATA,
-    SCHEMA_VERSION,
-    TABLE_NAMES,
-    meta_table,
-    studies_table,
-    trials_table,
-)
-from autotune.trials._spec import FAILURE_KINDS
+from autotune.records._engine import open_engine
+from autotune.records._record import ENV_KEYS, TrialRecord
+from autotune.records.tables import ENV_COLUMN_LENGTHS, studies_table, trials_table
 
-STATUSES = ("ok", "failed")
-BASELINES = ("eager", "default")
-# TrialRecord.environment key -> column of autotune_trials.
-ENV_KEYS = {
-    "host": "host",
-    "python": "python_version",
-    "torch": "torch_version",
-    "triton": "triton_version",
-    "cuda": "cuda_version",
-    "driver": "driver_version",
-    "device_name": "device_name",
-    "cpu_model": "cpu_model",
-}
 _JSON_FIELDS = {
     "config": "config_json",
     "environment": "environment_json",
     "result": "result_json",
 }
-_INIT_ATTEMPTS = 5
-
-
-class StorageError(UsageError, RuntimeError):
-    """The records database cannot be opened or used; the message says why and what to do."""
-
-
-@dataclasses.dataclass
-class TrialRecord:
-    """One trial of a study as stored in ``autotune_trials``.
-
-    ``environment`` fills ``environment_json`` and the environment columns (its keys ``host``,
-    ``python``, ``torch``, ``triton``, ``cuda``, ``driver``, ``device_name``, ``cpu_model``);
-    ``result`` is the trial child's full JSON result. ``created_at`` is set when written.
-    """
-
-    trial_number: int
-    config: dict[str, Any]
-    config_hash: str
-    brief: str
-    status: str
-    optuna_trial_id: int | None = None
-    baseline: str | None = None
-    failure_kind: str | None = None
-    error: str | None = None
-    error_tail: str | None = None
-    compile_time_s: float | None = None
-    latency_median_s: float | None = None
-    latency_iqr_s: float | None = None
-    eager_latency_median_s: float | None = None
-    speedup_vs_eager: float | None = None
-    speedup_vs_eager_q1: float | None = None
-    speedup_vs_eager_q3: float | None = None
-    speedup_vs_default: float | None = None
-    peak_memory_bytes: int | None = None
-    graphs: int | None = None
-    graph_breaks: int | None = None
-    recompiles: int | None = None
-    wall_time_s: float | None = None
-    duplicate_of: int | None = None
-    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
-    result: dict[str, Any] = dataclasses.field(default_factory=dict)
-    created_at: datetime | None = None
-
-    def __post_init__(self) -> None:
-        _check_choice("status", self.status, STATUSES)
-        if self.baseline is not None:
-            _check_choice("baseline", self.baseline, BASELINES)
-        if self.failure_kind is not None:
-            _check_choice("failure_kind", self.failure_kind, FAILURE_KINDS)
-        if len(self.config_hash) > 32:
-            raise ValueError(
-                f"`len(config_hash) <= 32` must hold, but got {self.config_hash!r} "
-                f"({len(self.config_hash)} characters); store a 32-character hex digest."
-            )
-
-
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"`{name}` must be one of {choices}, but got {value!r}.")
-
-
-def redact_url(url: str | URL) -> str:
-    """Returns ``url`` with its password replaced by ``***``, safe to print or log."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url))
 
 
 class RecordStore:
@@ -130,13 +37,7 @@ class RecordStore:
     """
 
     def __init__(self, url: str) -> None:
-        self._engine = _create_engine(url)
-        try:
-            _ping(self._engine)
-            _init_schema(self._engine)
-        except BaseException:
-            self._engine.dispose()
-            raise
+        self._engine = open_engine(url)
 
     def close(self) -> None:
         """Closes every connection of this store."""
@@ -315,116 +216,3 @@ def _autotune_version() -> str:
         return importlib.metadata.version("autotune")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _create_engine(url: str) -> sa.Engine:
-    try:
-        parsed = make_url(url)
-        engine = sa.create_engine(parsed, **_engine_options(parsed))
-    except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
-        raise StorageError(
-            f"Cannot open the records database {redact_url(url)}: {_reason(exc, url)} "
-            "The storage URL must read dialect+driver://user:password@host:port/database, e.g. "
-            "sqlite:///autotune.db or postgresql+psycopg://user:password@host:5432/db, and its "
-            "driver must be installed (pip install 'psycopg[binary]' for postgresql+psycopg)."
-        ) from None
-    if parsed.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _sqlite_on_connect)
-    return engine
-
-
-def _engine_options(url: URL) -> dict[str, Any]:
-    if url.get_backend_name() == "sqlite":
-        return {"connect_args": {"timeout": 30}}
-    options: dict[str, Any] = {"pool_pre_ping": True}
-    if url.get_driver_name() in ("psycopg", "psycopg2") and "connect_timeout" not in url.query:
-        options["connect_args"] = {"connect_timeout": 10}
-    return options
-
-
-def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    # WAL lets readers (reports, Optuna) proceed while a worker writes; the mode is stored in the
-    # file, so Optuna's own connections simply find it set.
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
-
-
-def _ping(engine: sa.Engine) -> None:
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.select(1))
-    except DBAPIError as exc:
-        if engine.url.get_backend_name() == "sqlite":
-            remedy = "Check that the directory of the database file exists and is writable."
-        else:
-            remedy = (
-                "Check that the database server runs and is reachable from this machine and "
-                "that the URL names the right host, port, user, password and database."
-            )
-        raise StorageError(
-            f"Cannot connect to the records database {redact_url(engine.url)}: "
-            f"{_reason(exc, engine.url)} {remedy}"
-        ) from None
-
-
-def _reason(exc: BaseException, url: str | URL) -> str:
-    original = exc.orig if isinstance(exc, DBAPIError) else exc
-    # The first line says what failed; later ones repeat SQL or hints.
-    reason = str(original).strip().split("\n", 1)[0].strip() or type(original).__name__
-    password = _password(url)
-    if password:
-        reason = reason.replace(password, "***")
-    return reason if reason.endswith((".", "?", "!")) else reason + "."
-
-
-def _password(url: str | URL) -> str | None:
-    try:
-        password = make_url(url).password
-    except (ArgumentError, ValueError):
-        return None
-    return None if password is None else str(password)
-
-
-def _init_schema(engine: sa.Engine) -> None:
-    # Workers that start together race to create the tables; the losers' checks then pass.
-    for attempt in range(_INIT_ATTEMPTS):
-        try:
-            with engine.begin() as conn:
-                METADATA.create_all(conn)
-            break
-        except DBAPIError as exc:
-            if attempt == _INIT_ATTEMPTS - 1:
-                raise StorageError(
-                    f"Cannot create autotune's tables {', '.join(TABLE_NAMES)} in "
-                    f"{redact_url(engine.url)}: {_reason(exc, engine.url)} The database user "
-                    "needs the right to create tables there (and to write the database file for "
-                    "SQLite); grant it or point --storage at another database."
-                ) from None
-            time.sleep(0.05 * (attempt + 1))
-    _check_schema_version(engine)
-
-
-def _check_schema_version(engine: sa.Engine) -> None:
-    stored = _stored_schema_version(engine)
-    if stored is None:
-        try:
-            with engine.begin() as conn:
-                row = {"key": "schema_version", "value": str(SCHEMA_VERSION)}
-                conn.execute(meta_table.insert().values(row))
-        except IntegrityError:
-            pass  # Another worker wrote it first.
-        stored = _stored_schema_version(engine) or ""
-    if not stored.isdigit() or int(stored) > SCHEMA_VERSION:
-        raise StorageError(
-            f"The records database {redact_url(engine.url)} has autotune schema_version "
-            f"{stored!r}, but this autotune reads schema_version <= {SCHEMA_VERSION}. Upgrade "
-            "autotune (pip install -U autotune) or point --storage at another database."
-        )
-
-
-def _stored_schema_version(engine: sa.Engine) -> str | None:
-    query = sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
-    with engine.connect() as conn:
-        return conn.execute(query).scalar_one_or_none()

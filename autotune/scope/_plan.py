@@ -20,6 +20,7 @@ def plan_scopes(
     seed: int,
     measure: MeasureSettings = PROBE_MEASURE,
     cache_dir: str | None = None,
+    workload: str = "infer",
     on_probe: Callable[[ProbeResult], None] = lambda result: None,
 ) -> ScopePlan:
     """Analyzes a model file, probes each of its parts compiled alone, and plans the scopes.
@@ -39,6 +40,8 @@ def plan_scopes(
         seed: Seeds the weights and inputs, as in the study's trials.
         measure: Timing of each probe trial (short: compile time dominates a probe).
         cache_dir: Kernel cache of the probe trials (``TrialSpec.cache_dir``).
+        workload: ``infer``, or ``train``: each probe then runs training steps, so a part
+            whose backward fails to compile is caught by its probe too.
         on_probe: Called with each probe result as it comes (progress lines).
 
     Returns:
@@ -48,7 +51,9 @@ def plan_scopes(
         ScopeAnalysisError: The model file or its eager run failed in the analysis process.
     """
     tree = analyze_model_file(model_path, device, seed=seed, budget_s=budget_s)
-    prober = Prober(model_path, device, runner, backend, budget_s, seed, measure, cache_dir)
+    prober = Prober(
+        model_path, device, runner, backend, budget_s, seed, measure, cache_dir, workload
+    )
     probes = []
     for target in probe_targets(tree):
         result = prober.probe(target)

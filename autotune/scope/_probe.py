@@ -128,6 +128,7 @@ class Prober:
     seed: int = 0
     measure: MeasureSettings = PROBE_MEASURE
     cache_dir: str | None = None
+    workload: str = "infer"  # "train": a probe runs training steps, backward included
 
     def spec(self, path: str) -> TrialSpec:
         """The trial that compiles ``path`` alone, the rest of the model staying eager."""
@@ -136,6 +137,7 @@ class Prober:
             model_path=self.model_path,
             device=self.device,
             config=config.to_dict(),
+            workload=self.workload,
             seed=self.seed,
             budget_s=self.budget_s,
             measure=self.measure,

@@ -13,7 +13,7 @@ from autotune.runtime.config import CompileConfig
 from autotune.space import _build, _extends, _file, _graph
 from autotune.space._file import SpaceError
 from autotune.space._knob import Knob
-from autotune.space._validate import NUMERICS_KNOBS
+from autotune.space._validate import NUMERICS_KNOBS, sets_numerics_knob
 
 if TYPE_CHECKING:
     import optuna
@@ -92,10 +92,7 @@ class SearchSpace:
         """True when ``config`` sets a numerics-changing knob (one of the ``[numerics]`` group,
         or a knob known to change numerics) to a value other than torch's default."""
         numerics = {k.param for k in self.knobs if k.numerics} | NUMERICS_KNOBS
-        present = {f"inductor.{k}" for k in config.options} | {
-            f"dynamo.{k}" for k in config.dynamo
-        }
-        return bool(numerics & present)
+        return sets_numerics_knob(config, numerics)
 
 
 def config_from_values(values: dict[str, Any]) -> CompileConfig:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from autotune.space import _types
 from autotune.space._knob import Knob, did_you_mean
+
+if TYPE_CHECKING:
+    from autotune.runtime.config import CompileConfig
 
 LAYERS = ("compile", "inductor", "dynamo")
 NUMERICS_LAYERS = ("inductor", "dynamo")
@@ -38,6 +42,14 @@ NUMERICS_KNOBS = frozenset(
     }
 )
 """Knobs that change numerics on purpose: outside ``[numerics]``, only torch's default is valid."""
+
+
+def sets_numerics_knob(config: CompileConfig, knobs: Iterable[str] = NUMERICS_KNOBS) -> bool:
+    """True when ``config`` sets one of ``knobs`` (``inductor.*``/``dynamo.*`` names); a config
+    only names knobs set away from torch's default."""
+    present = {f"inductor.{k}" for k in config.options} | {f"dynamo.{k}" for k in config.dynamo}
+    return not present.isdisjoint(knobs)
+
 
 # Ranges Inductor/Dynamo accept without saying so: (low, high), None for unbounded.
 _BOUNDS: dict[str, tuple[int | None, int | None]] = {

@@ -5,29 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import SCHEMA_VERSION, BestConfig, CompileConfig
+from autotune.study._finalists import Finalist, finalist_records
 from autotune.study._objective import Objective, break_even_calls
+from autotune.study._records import candidates, eager_baseline
 from autotune.study._settings import StudySettings
-
-if TYPE_CHECKING:
-    from autotune.study._finalists import Finalist
-
-
-def candidates(records: list[TrialRecord]) -> list[TrialRecord]:
-    """Compiled trials that ran, passed the correctness gate, were measured (not reused) and
-    compiled something (a scope whose every region fell back to eager has no graph)."""
-    return [
-        r
-        for r in records
-        if r.status == "ok"
-        and r.baseline != "eager"
-        and r.duplicate_of is None
-        and r.config
-        and (r.graphs is None or r.graphs > 0)
-    ]
 
 
 def best_config(
@@ -47,30 +32,39 @@ def best_config(
     gives way to the default compile."""
     objective = Objective(settings.objective, settings.calls)
     fresh = {f.searched.trial_number: f for f in finalists or [] if f.ok}
-    pool = [f.record(warm_start) for f in fresh.values()] if finalists else candidates(records)
+    pool = finalist_records(finalists, warm_start) if finalists else candidates(records)
     pool = [r for r in pool if objective.score(r) is not None]
     if not pool:
-        return _do_not_compile(records, settings, study, storage, _why_none(records), None)
+        return do_not_compile(records, settings, study, storage, why_none(records), None)
     best = max(pool, key=lambda r: objective.score(r) or 0.0)
-    refusal = _refusal(best, objective, settings.calls)
-    if refusal is not None:
-        return _do_not_compile(records, settings, study, storage, refusal, best)
-    chosen, note = _against_default(best, pool, objective, settings.calls)
+    refused = refusal(best, objective, settings.calls)
+    if refused is not None:
+        return do_not_compile(records, settings, study, storage, refused, best)
+    chosen, note = against_default(best, pool, objective, settings.calls)
     if chosen is None:
-        return _do_not_compile(records, settings, study, storage, note, best)
-    best = chosen
-    q1, q3 = best.speedup_vs_eager_q1 or 0.0, best.speedup_vs_eager_q3 or 0.0
-    score = objective.score(best) or 0.0
-    reason = (
-        f"trial {best.trial_number} was the best correct configuration "
-        f"({objective.describe()}): {best.speedup_vs_eager:.3f}x eager (paired rounds "
-        f"{q1:.3f}x to {q3:.3f}x){note}"
-    )
+        return do_not_compile(records, settings, study, storage, note, best)
+    reason = f"trial {chosen.trial_number} was the best correct configuration "
+    reason += f"({objective.describe()}): {spread(chosen)}{note}"
+    return emit(chosen, reason, objective, pool, records, settings, study, storage, fresh)
+
+
+def emit(
+    best: TrialRecord,
+    reason: str,
+    objective: Objective,
+    pool: list[TrialRecord],
+    records: list[TrialRecord],
+    settings: StudySettings,
+    study: str,
+    storage: str,
+    fresh: dict[int, Finalist],
+) -> BestConfig:
+    """The file that says: compile ``best`` (its reason, metrics and compile payback)."""
     config = CompileConfig.from_dict(best.config)
     made = _file(settings, study, storage, best, "compile", reason, config)
     default = next((r for r in pool if r.baseline == "default"), None)
     default = default or next((r for r in records if r.baseline == "default"), None)
-    made.metrics["objective_score"] = score
+    made.metrics["objective_score"] = objective.score(best) or 0.0
     made.metrics["break_even_calls_vs_eager"] = _finite(break_even_calls(best))
     made.metrics["break_even_calls_vs_default"] = _finite(break_even_calls(best, default))
     if best.trial_number in fresh:
@@ -79,7 +73,7 @@ def best_config(
     return made
 
 
-def _refusal(best: TrialRecord, objective: Objective, calls: int | None) -> str | None:
+def refusal(best: TrialRecord, objective: Objective, calls: int | None) -> str | None:
     """Why ``best`` must not be shipped, or None: it must beat eager in three of four paired
     rounds, and under the amortized objective pay its compile back within the calls."""
     q1, q3 = best.speedup_vs_eager_q1 or 0.0, best.speedup_vs_eager_q3 or 0.0
@@ -100,7 +94,7 @@ def _refusal(best: TrialRecord, objective: Objective, calls: int | None) -> str 
     return None
 
 
-def _against_default(
+def against_default(
     best: TrialRecord, pool: list[TrialRecord], objective: Objective, calls: int | None
 ) -> tuple[TrialRecord | None, str]:
     """A tuned config must beat default torch.compile by more than the measured spread (its
@@ -116,9 +110,14 @@ def _against_default(
         f"beat default torch.compile ({default.speedup_vs_eager:.3f}x eager) by more than "
         "the measured spread"
     )
-    if _refusal(default, objective, calls) is None:
+    if refusal(default, objective, calls) is None:
         return default, f"; {within}, so the default compile is recommended"
     return None, f"{within}, and the default compile is not reliably faster than eager"
+
+
+def spread(r: TrialRecord) -> str:
+    q1, q3 = r.speedup_vs_eager_q1 or 0.0, r.speedup_vs_eager_q3 or 0.0
+    return f"{r.speedup_vs_eager:.3f}x eager (paired rounds {q1:.3f}x to {q3:.3f}x)"
 
 
 def _calls(n: float | None) -> str:
@@ -131,7 +130,7 @@ def _finite(n: float | None) -> float | None:
     return None if n is None or math.isinf(n) else n
 
 
-def _do_not_compile(
+def do_not_compile(
     records: list[TrialRecord],
     settings: StudySettings,
     study: str,
@@ -139,7 +138,7 @@ def _do_not_compile(
     reason: str,
     best: TrialRecord | None,
 ) -> BestConfig:
-    eager = _eager(records)
+    eager = eager_baseline(records)
     made = _file(settings, study, storage, best or eager, "do_not_compile", reason, None)
     if eager is not None:
         made.metrics["eager_latency_s"] = eager.latency_median_s
@@ -177,6 +176,8 @@ def _file(
             "inputs": list(result.get("inputs") or []),
             "objective": settings.objective,
             "calls": settings.calls,
+            # the config was held to the looser gate of --allow-numerics-changes
+            "relaxed_numerics": bool((result.get("accuracy") or {}).get("relaxed")),
         },
         source={
             "study": study,
@@ -203,11 +204,7 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
     }
 
 
-def _eager(records: list[TrialRecord]) -> TrialRecord | None:
-    return next((r for r in records if r.baseline == "eager" and r.status == "ok"), None)
-
-
-def _why_none(records: list[TrialRecord]) -> str:
+def why_none(records: list[TrialRecord]) -> str:
     kinds = Counter(r.failure_kind for r in records if r.baseline != "eager" and r.failure_kind)
     if not kinds:
         return "no compiled configuration was measured"

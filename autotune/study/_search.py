@@ -20,6 +20,7 @@ from autotune.runtime.config import CompileConfig
 from autotune.scope import ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
 from autotune.study._objective import Objective
+from autotune.study._pareto import DIRECTIONS, optuna_values
 from autotune.study._records import to_record
 from autotune.study._settings import StudySettings, check_resume
 from autotune.study._storage import HEARTBEAT_S, default_cache_dir, open_optuna_storage
@@ -217,7 +218,7 @@ class Search:
             s.model_path, s.device, self.runners[0],
             backend=backends[0] if isinstance(backends, list) else backends,
             budget_s=s.compile_budget_s, seed=s.seed, cache_dir=self.request.cache_dir,
-            on_probe=lambda r: self.on_note(f"  probe {r.brief()}"),
+            workload=s.workload, on_probe=lambda r: self.on_note(f"  probe {r.brief()}"),
         )  # fmt: skip
 
     def _spec(self, config: CompileConfig | None) -> TrialSpec:
@@ -249,7 +250,11 @@ class Search:
         trial.set_user_attr(CONSTRAINT_ATTR, [violation])
         if hasattr(trial, "set_constraint"):  # Optuna >= 5; older ones read constraints_func
             trial.set_constraint("feasible", violation)
-        self.study.tell(trial, score if score is not None else 0.0)
+        axes = self.settings.pareto
+        if axes:
+            self.study.tell(trial, optuna_values(record, axes, self.settings.compile_budget_s))
+        else:
+            self.study.tell(trial, score if score is not None else 0.0)
 
     def _within_budget(self, result: TrialResult) -> TrialResult:
         budget = self.settings.memory_budget_bytes
@@ -305,12 +310,15 @@ class Search:
 
 
 def _open_study(request: SearchRequest) -> optuna.Study:
+    """Creates or loads the study: one direction (maximize the score), or one per --pareto
+    axis, where Optuna's TPE sampler runs its multi-objective variant."""
     sampler = _sampler(request.settings.sampler, request.settings.seed)
+    axes = request.settings.pareto or []
     return optuna.create_study(
         study_name=request.study_name,
         storage=open_optuna_storage(request.storage),
         sampler=sampler,
-        direction="maximize",
+        directions=[DIRECTIONS[axis] for axis in axes] or ["maximize"],
         load_if_exists=True,
     )
 

@@ -12,7 +12,7 @@ from autotune.trials import MeasureSettings
 # A resumed study must agree on these; the others may change between runs.
 IDENTITY = (
     "model_path", "device", "workload", "space_hash", "scope",
-    "objective", "calls", "memory_budget_bytes",
+    "objective", "calls", "memory_budget_bytes", "pareto",
 )  # fmt: skip
 
 
@@ -35,6 +35,7 @@ class StudySettings:
     objective: str = "latency"
     calls: int | None = None  # --objective amortized: the calls that pay back the compile
     memory_budget_bytes: int | None = None  # a trial whose peak memory exceeds it is infeasible
+    pareto: list[str] | None = None  # --pareto: the axes of a multi-objective study
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

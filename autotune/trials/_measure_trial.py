@@ -104,21 +104,28 @@ def _compile_and_time(
     )
     _raise_on_recompile_storm()
     if len(work.calls) > 1:
-        facts["per_shape"] = _per_shape(spec, work, target.fn, deadline - 1.0)
-    return _ok_result(compile_s, timing, report, facts)
+        facts["per_shape"] = _per_shape(
+            spec, work.calls, partial(_one, work.model), partial(_one, target.fn), deadline - 1.0
+        )
+    return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
 
 def _per_shape(
-    spec: TrialSpec, work: Workload, fn: Callable[..., Any], deadline: float
+    spec: TrialSpec,
+    calls: list[Call],
+    eager_one: Callable[[Call], Any],
+    compiled_one: Callable[[Call], Any],
+    deadline: float,
 ) -> list[dict[str, Any]]:
-    """Latency of each input of a shape distribution, paired with eager like the sweep."""
+    """Latency of each input of a shape distribution (a call, or a training step on it),
+    paired with eager like the sweep."""
     shapes = []
-    for call, described in zip(work.calls, describe_calls(work.calls), strict=True):
+    for call, described in zip(calls, describe_calls(calls), strict=True):
         try:
             t = measure.interleaved_timing(
-                partial(_one, work.model, call), partial(_one, fn, call), spec.device,
+                partial(eager_one, call), partial(compiled_one, call), spec.device,
                 warmup=1, min_rounds=5, max_rounds=spec.measure.max_rounds,
-                target_seconds=spec.measure.target_seconds / len(work.calls), deadline=deadline,
+                target_seconds=spec.measure.target_seconds / len(calls), deadline=deadline,
             )  # fmt: skip
         except TimeoutError:
             break  # the budget is spent: the sweep's figures stand, this detail does not
@@ -174,11 +181,15 @@ def _train_trial(
     timing = _time(
         spec, lambda: eager.sweep(calls), lambda: target.sweep(calls), deadline - reserve, facts
     )
+    _raise_on_recompile_storm()
+    if len(calls) > 1:
+        one_eager, one_compiled = (lambda c: eager.sweep([c])), (lambda c: target.sweep([c]))
+        facts["per_shape"] = _per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
     if gate is not None:
         _, steps, _ = _train.compile_first_steps(work, gate, spec.device)
         report = _train.compare_steps(work.reference, steps, relaxed=spec.relaxed_numerics)
         _raise_unless_correct(report, config, _EAGER_STEPS)
-    result = _ok_result(compile_s, timing, report, facts)
+    result = _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
     result.accuracy["fallback_random_copy"] = gate is not None
     return result
 
@@ -202,7 +213,9 @@ def _ok_result(
     timing: measure.Timing,
     report: measure.AccuracyReport,
     facts: dict[str, Any],
+    relaxed: bool,
 ) -> TrialResult:
+    """A trial that passed the gate (``relaxed``: the 10x looser one) and was timed."""
     return TrialResult(
         status="ok",
         compile_time_s=compile_s,
@@ -215,7 +228,11 @@ def _ok_result(
         speedup_vs_eager_q3=timing.ratio.q3,
         rounds=timing.rounds,
         calls_per_sample=timing.calls_per_sample,
-        accuracy={"max_abs_diff": report.max_abs_diff, "max_rel_diff": report.max_rel_diff},
+        accuracy={
+            "max_abs_diff": report.max_abs_diff,
+            "max_rel_diff": report.max_rel_diff,
+            "relaxed": relaxed,
+        },  # fmt: skip
         **facts,
     )
 

@@ -80,6 +80,15 @@ def test_rerunning_resumes_the_study(tmp_path, model_file, space_file, capsys):
         ("tiny", ("--device", "cuda"), ["needs CUDA"]),
         ("tiny", ("--storage", "nosuchdb://x"), ["Cannot open the records database nosuchdb://x"]),
         ("returns_wrong_thing", ("--trials", "1"), ["does not run in eager mode", "get_model"]),
+        ("tiny", ("--pick", "fastest"), ["only a --pareto study", "add --pareto"]),
+        ("tiny", ("--pareto-axes", "latency,memory"), ["--pareto-axes 'latency,memory' goes"]),
+        (
+            "tiny",
+            ("--pareto", "--objective", "amortized", "--calls", "10"),
+            ["--pareto replaces the single objective"],
+        ),
+        ("tiny", ("--pareto", "--pareto-axes", "compile,memory"), ["latency among them"]),
+        ("tiny", ("--pareto", "--pick", "cheap"), ["'cheap' is neither a goal nor a limit"]),
     ],
 )
 def test_bad_input_is_one_paragraph_and_exit_code_2(tmp_path, model_file, capsys, model, extra,
@@ -97,6 +106,29 @@ def test_bad_input_is_one_paragraph_and_exit_code_2(tmp_path, model_file, capsys
     assert "Traceback" not in err and err.startswith("autotune: error: ")
     for word in words:
         assert word in err
+
+
+def test_a_pareto_search_prints_the_front_and_says_when_eager_dominates(
+    tmp_path, model_file, space_file, capsys
+):
+    """aot_eager only adds overhead to a model this small: every config is slower than eager
+    and compiles for longer, so eager alone is the front, and no finalist is re-measured."""
+    code, storage = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
+                           "--trials", "2", "--pareto", "--pick", "fastest,compile<=600",
+                           "--finalists", "1")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "Pareto front of the search (latency, compile): 1 point\n" in printed
+    assert "[eager] 1.00x eager" in printed and "re-measuring" not in printed
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert len(study.directions) == 2
+    best = autotune.load(tmp_path / "best_config.json")
+    assert best.decision == "do_not_compile"
+    assert best.reason == (
+        "--pick fastest,compile<=600s chooses eager (no compile) from the Pareto front"
+    )
+    assert best.source["pick"] == "fastest,compile<=600s" and best.source["pareto_front"] == [0]
+    assert best.workload["objective"] == "pareto:latency,compile"
 
 
 def test_debug_shows_the_traceback(tmp_path, model_file, capsys):

@@ -204,3 +204,70 @@ def test_a_do_not_compile_file_is_verified_with_real_inductor(tmp_path, model_fi
     out = capsys.readouterr().out
     # Inductor's per-call overhead makes the tiny model slower compiled on a CPU.
     assert code == 0 and "Verdict: ok: default torch.compile measured" in out
+
+
+class SpecRecorder:
+    """Fails every trial, after noting whether it was held to the looser gate."""
+
+    def __init__(self) -> None:
+        self.relaxed: dict[str, bool] = {}
+
+    def run(self, spec):
+        from autotune.trials import TrialResult
+
+        self.relaxed["eager" if spec.config is None else spec.config["backend"]] = (
+            spec.relaxed_numerics
+        )
+        kind = "compile_error" if spec.config is not None else None
+        if kind is None:
+            return TrialResult(status="ok", latency_median_s=1e-3, eager_latency_median_s=1e-3,
+                               speedup_vs_eager=1.0, speedup_vs_eager_q1=1.0,
+                               speedup_vs_eager_q3=1.0)  # fmt: skip
+        return TrialResult.failed(kind, "not measured here")
+
+
+@pytest.mark.parametrize(
+    ("workload", "options", "relaxed"),
+    [
+        ({"relaxed_numerics": True}, {}, True),  # the file says so
+        ({"relaxed_numerics": False}, {}, False),
+        ({}, {"cpp.enable_floating_point_contract_flag": "fast"}, True),  # older file: by knob
+        ({}, {}, False),
+    ],
+)
+def test_verify_holds_the_config_to_the_gate_its_search_used(
+    tmp_path, model_file, workload, options, relaxed
+):
+    config = CompileConfig(backend="aot_eager", options=options)
+    best = BestConfig.load(best_file(tmp_path, config, MODEST))
+    best.workload.update(workload)
+    runner = SpecRecorder()
+    verify(best, model_file("tiny"), runner=runner)  # type: ignore[arg-type]
+    # default torch.compile is held to the strict gate, as in the search
+    assert runner.relaxed == {"eager": False, "inductor": False, "aot_eager": relaxed}
+
+
+class SlowCompileRunner:
+    """Every trial runs 1.5x eager; a compiled one takes 20 s to compile."""
+
+    def run(self, spec):
+        from autotune.trials import TrialResult
+
+        return TrialResult(status="ok", compile_time_s=20.0 if spec.config else None,
+                           latency_median_s=1e-3, eager_latency_median_s=1.5e-3,
+                           speedup_vs_eager=1.5 if spec.config else 1.0,
+                           speedup_vs_eager_q1=1.45 if spec.config else 0.99,
+                           speedup_vs_eager_q3=1.55 if spec.config else 1.01)  # fmt: skip
+
+
+def test_a_cold_compile_above_the_claim_or_the_picks_cap_is_a_warning(tmp_path, model_file):
+    claims = {"speedup_vs_eager": 1.5, "speedup_vs_eager_q1": 1.45, "speedup_vs_eager_q3": 1.55,
+              "cold_compile_time_s": 5.0}  # fmt: skip
+    best = BestConfig.load(best_file(tmp_path, aot(), claims))
+    best.source["pick"] = "fastest,compile<=10s"
+    best.source["pick_rule"] = {"goal": "fastest", "max_compile_s": 10.0}
+    report = verify(best, model_file("tiny"), runner=SlowCompileRunner(), default=None)  # type: ignore[arg-type]
+    assert report.verdict == "ok"  # the speed claim holds; compile time is a warning
+    assert "cold compile: claimed 5.0 s, measured 20.0 s" in report.warnings
+    assert any("above the compile<=10s of the rule that picked this config" in w
+               for w in report.warnings)  # fmt: skip

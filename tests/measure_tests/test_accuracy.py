@@ -203,6 +203,66 @@ def test_transformers_model_output_is_compared_by_key() -> None:
     assert as_tuple == "out: type differs: expected BaseModelOutput, got tuple"
 
 
+class State:
+    """A plain object holding tensors (like a KV cache): compared attribute by attribute."""
+
+    def __init__(self, keys: torch.Tensor, step: int) -> None:
+        self.keys, self.step = keys, step
+
+
+class Version:
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Version) and other.number // 10 == self.number // 10
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_plain_objects_are_compared_by_their_attributes() -> None:
+    keys = torch.randn(3)
+    assert compare_outputs(State(keys, 1), State(keys * (1 + 1e-6), 1)).ok
+    report = compare_outputs([State(keys, 1)], [State(keys + 1, 1)])
+    assert report.detail.startswith("out[0].keys: float32 outside tolerance")
+    assert compare_outputs(Version(11), Version(12)).ok  # its own __eq__ decides
+    assert not compare_outputs(Version(11), Version(21)).ok
+    cloned = clone_outputs(State(keys, 1))
+    assert cloned.keys.data_ptr() != keys.data_ptr() and cloned.step == 1
+
+
+def test_a_transformers_kv_cache_is_compared_by_its_tensors() -> None:
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=50, n_positions=16)
+    model = GPT2Model(config).eval()
+    ids = torch.randint(0, 50, (1, 6))
+    with torch.no_grad():
+        first, second = model(ids, use_cache=True), model(ids, use_cache=True)
+    assert compare_outputs(first, second).ok, compare_outputs(first, second).detail
+    cloned = clone_outputs(second)
+    assert compare_outputs(first, cloned).ok
+    for tensor in _tensors_of(second["past_key_values"]):
+        tensor.add_(1.0)
+        break
+    report = compare_outputs(first, second)
+    assert not report.ok and report.detail.startswith('out["past_key_values"]')
+    assert compare_outputs(first, cloned).ok  # the clone did not share the cache's tensors
+
+
+def _tensors_of(obj: Any) -> list[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for item in obj for t in _tensors_of(item)]
+    if isinstance(obj, dict):
+        return [t for item in obj.values() for t in _tensors_of(item)]
+    if hasattr(obj, "__dict__"):
+        return _tensors_of(vars(obj))
+    return []
+
+
 def test_float_dtype_without_tolerance_is_an_error() -> None:
     x = torch.ones(2).to(torch.float8_e4m3fn)
     with pytest.raises(ValueError, match="add it to TOLERANCES"):

@@ -133,3 +133,50 @@ def _no_leftovers():
     yield
     for pid in _sleepers():
         os.kill(pid, signal.SIGKILL)
+
+
+class RecordingRunner:
+    """Answers every probe with an ok trial and keeps the specs it was given."""
+
+    def __init__(self) -> None:
+        self.specs: list[TrialSpec] = []
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        self.specs.append(spec)
+        return TrialResult(status="ok", compile_time_s=0.1, speedup_vs_eager=1.0,
+                           speedup_vs_eager_q1=1.0, speedup_vs_eager_q3=1.0, graphs=1,
+                           graph_breaks=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("workload", ["infer", "train"])
+def test_probes_run_the_studys_workload(workload):
+    """A train study's probes run training steps: a part whose backward cannot compile is
+    caught before the search, not by its trials."""
+    runner = RecordingRunner()
+    plan_scopes(str(MODELS / "scope_mixed.py"), "cpu", runner, backend="aot_eager",
+                budget_s=60.0, seed=0, workload=workload)  # fmt: skip
+    assert runner.specs and {spec.workload for spec in runner.specs} == {workload}
+
+
+def test_a_part_whose_backward_breaks_the_graph_is_caught_by_a_train_studys_probe(tmp_path):
+    """Inference never traces the backward, so only the train study's probe sees the break,
+    and only its plan keeps fullgraph=True away from that part."""
+    plans = {
+        workload: plan_scopes(
+            str(MODELS / "scope_backward.py"),
+            "cpu",
+            SubprocessRunner(),
+            backend="aot_eager",
+            budget_s=60.0,
+            seed=0,
+            cache_dir=str(tmp_path),
+            workload=workload,
+            measure=FAST,
+        )  # fmt: skip
+        for workload in ("infer", "train")
+    }
+    status = {w: {p.target: p.status for p in plan.probes} for w, plan in plans.items()}
+    assert status["infer"]["fragile"] == "ok" and status["train"]["fragile"] == "graph_break"
+    assert status["train"]["Block"] == "ok"
+    whole = {w: next(c for c in plan.candidates if c.name == "whole") for w, plan in plans.items()}
+    assert whole["infer"].fullgraph and not whole["train"].fullgraph

@@ -1,0 +1,78 @@
+"""TrialRecord: one trial of a study, as autotune keeps it."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any
+
+from autotune.trials._spec import FAILURE_KINDS
+
+STATUSES = ("ok", "failed")
+BASELINES = ("eager", "default")
+# TrialRecord.environment key -> column of autotune_trials.
+ENV_KEYS = {
+    "host": "host",
+    "python": "python_version",
+    "torch": "torch_version",
+    "triton": "triton_version",
+    "cuda": "cuda_version",
+    "driver": "driver_version",
+    "device_name": "device_name",
+    "cpu_model": "cpu_model",
+}
+
+
+@dataclasses.dataclass
+class TrialRecord:
+    """One trial of a study as stored in ``autotune_trials``.
+
+    ``environment`` fills ``environment_json`` and the environment columns (its keys ``host``,
+    ``python``, ``torch``, ``triton``, ``cuda``, ``driver``, ``device_name``, ``cpu_model``);
+    ``result`` is the trial child's full JSON result. ``created_at`` is set when written.
+    """
+
+    trial_number: int
+    config: dict[str, Any]
+    config_hash: str
+    brief: str
+    status: str
+    optuna_trial_id: int | None = None
+    baseline: str | None = None
+    failure_kind: str | None = None
+    error: str | None = None
+    error_tail: str | None = None
+    compile_time_s: float | None = None
+    latency_median_s: float | None = None
+    latency_iqr_s: float | None = None
+    eager_latency_median_s: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_eager_q1: float | None = None
+    speedup_vs_eager_q3: float | None = None
+    speedup_vs_default: float | None = None
+    peak_memory_bytes: int | None = None
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    wall_time_s: float | None = None
+    duplicate_of: int | None = None
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+    result: dict[str, Any] = dataclasses.field(default_factory=dict)
+    created_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _check_choice("status", self.status, STATUSES)
+        if self.baseline is not None:
+            _check_choice("baseline", self.baseline, BASELINES)
+        if self.failure_kind is not None:
+            _check_choice("failure_kind", self.failure_kind, FAILURE_KINDS)
+        if len(self.config_hash) > 32:
+            raise ValueError(
+                f"`len(config_hash) <= 32` must hold, but got {self.config_hash!r} "
+                f"({len(self.config_hash)} characters); store a 32-character hex digest."
+            )
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {choices}, but got {value!r}.")

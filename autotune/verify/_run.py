@@ -1,0 +1,146 @@
+"""``autotune verify``: re-measure a best-config file on this machine and check its claims.
+
+Every measurement is a trial of its own (the search's protocol: correctness gate against eager,
+interleaved timing against eager) in a fresh process with a private, empty kernel cache, so its
+compile time is the cold one a new machine pays. The verdict rules are in :func:`is_slower`,
+:func:`reliably_faster` and the README's *autotune verify* section.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from autotune.errors import UsageError
+from autotune.runtime.config import BestConfig, CompileConfig
+from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
+from autotune.verify._report import VerifyReport, build_report
+from autotune.verify._rules import DEFAULT_TOLERANCE
+
+OnTrial = Callable[[int, str, TrialResult], None]
+
+
+def verify(
+    best: BestConfig,
+    model_path: str,
+    *,
+    runner: TrialRunner,
+    device: str | None = None,
+    repeats: int = 1,
+    budget_s: float = 600.0,
+    measure_seconds: float = 2.0,
+    seed: int = 0,
+    tolerance: float = DEFAULT_TOLERANCE,
+    default: CompileConfig | None = CompileConfig(),  # noqa: B008 - frozen, never mutated
+    on_trial: OnTrial | None = None,
+) -> VerifyReport:
+    """Re-measures ``best`` on this machine and judges its claims.
+
+    Args:
+        best: The best-config file.
+        model_path: The model file it was tuned for.
+        runner: Runs each measurement (a ``SubprocessRunner``: a fresh process each).
+        device: Default: the file's workload device.
+        repeats: Each measurement runs this many times; the repeats are pooled.
+        budget_s: Compile budget of each trial.
+        measure_seconds: Interleaved timing per trial.
+        seed: Seeds weights and inputs, as ``autotune search --seed`` did.
+        tolerance: Least relative drop of a speedup that can fail a claim.
+        default: The default-compile reference; ``None`` skips it (then nothing is checked
+            against it, and a ``do_not_compile`` file cannot be verified).
+        on_trial: Called with (repeat, measurement, result) after each trial.
+
+    Raises:
+        UsageError: Eager itself fails on this machine, or nothing is left to verify.
+    """
+    device = device or str(best.workload.get("device") or "cpu")
+    plan = plan_measurements(best, default)
+    base = TrialSpec(
+        model_path=str(Path(model_path).resolve()),
+        device=device,
+        config=None,
+        workload=str(best.workload.get("kind") or "infer"),
+        seed=seed,
+        budget_s=budget_s,
+        measure=MeasureSettings(target_seconds=measure_seconds),
+    )
+    rounds = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
+    return build_report(best, device, rounds, tolerance)
+
+
+def plan_measurements(
+    best: BestConfig, default: CompileConfig | None
+) -> list[tuple[str, CompileConfig | None]]:
+    """What each repeat measures, in order: (``eager`` | ``default`` | ``config``, config).
+
+    Raises:
+        UsageError: A do_not_compile file without the default compile has nothing to verify.
+    """
+    plan: list[tuple[str, CompileConfig | None]] = [("eager", None)]
+    if default is not None:
+        plan.append(("default", default))
+    if best.decision == "compile" and best.config is not None:
+        plan.append(("config", best.config))
+    elif default is None:
+        raise UsageError(
+            "A do_not_compile file claims that default torch.compile is not reliably faster "
+            "than eager, so verifying it needs the default compile: drop --skip-default."
+        )
+    return plan
+
+
+def _measure(
+    runner: TrialRunner,
+    base: TrialSpec,
+    plan: list[tuple[str, CompileConfig | None]],
+    repeats: int,
+    on_trial: OnTrial | None,
+    relaxed: bool,
+) -> list[dict[str, TrialResult]]:
+    """Runs the plan ``repeats`` times; a failed config trial ends the measuring. ``relaxed``:
+    the config is held to the looser gate its search held it to."""
+    rounds: list[dict[str, TrialResult]] = []
+    for repeat in range(1, repeats + 1):
+        rounds.append({})
+        for name, config in plan:
+            loose = relaxed and name == "config"
+            result = rounds[-1][name] = _run_cold(runner, base, config, loose)
+            if on_trial is not None:
+                on_trial(repeat, name, result)
+            if name == "eager" and not result.ok:
+                raise UsageError(
+                    f"The model file {base.model_path} does not run in eager mode on "
+                    f"{base.device} ({result.failure_kind}: {result.error}). Nothing can be "
+                    "verified without the eager baseline; fix the model file or the options."
+                )
+            if name == "config" and not result.ok:
+                return rounds
+    return rounds
+
+
+def _run_cold(
+    runner: TrialRunner, base: TrialSpec, config: CompileConfig | None, relaxed: bool
+) -> TrialResult:
+    """One trial in a private, empty kernel cache: its compile time is the cold one."""
+    with tempfile.TemporaryDirectory(prefix="autotune-verify-") as cache:
+        spec = replace(
+            base,
+            config=config.to_dict() if config is not None else None,
+            cache_dir=cache,
+            relaxed_numerics=relaxed,
+        )
+        return runner.run(spec)
+
+
+def _relaxed(best: BestConfig) -> bool:
+    """Whether the search held the config to the looser gate of --allow-numerics-changes (the
+    file says so; files written before it did are judged by the knobs known to relax)."""
+    if "relaxed_numerics" in best.workload:
+        return bool(best.workload["relaxed_numerics"])
+    if best.config is None:
+        return False
+    from autotune.space._validate import sets_numerics_knob
+
+    return sets_numerics_knob(best.config)
