@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from autotune.records import RecordStore, TrialRecord
 
@@ -96,3 +98,24 @@ def test_processes_writing_one_study_lose_nothing(db_url: str) -> None:
 
     assert [process.exitcode for process in processes] == [0] * PROCESSES
     _assert_nothing_lost(db_url, PROCESSES)
+
+
+def test_sqlite_store_opens_while_another_writer_holds_a_fresh_file(tmp_path: Path) -> None:
+    # Switching a rollback-journal file to WAL while another connection writes fails at once with
+    # "database is locked" (SQLite skips the busy timeout there): the store must wait instead.
+    path = tmp_path / "autotune.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE other (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO other VALUES (1)")
+    release = threading.Timer(0.5, writer.execute, args=("COMMIT",))
+    release.start()
+    try:
+        with RecordStore(f"sqlite:///{path}") as store:
+            store.save_study("s", optuna_study_id=1, settings={"seed": 0})
+            assert store.trials("s") == []
+    finally:
+        release.join()
+        writer.close()
+    with sqlite3.connect(path) as check:
+        assert check.execute("PRAGMA journal_mode").fetchone() == ("wal",)
