@@ -94,7 +94,6 @@ def _best(
     if args.finalists:
         picked = pick_finalists(records, objective, args.finalists)
         if picked:
-            print(f"re-measuring {len(picked)} finalists cold and warm in fresh processes")
             finalists = remeasure(picked, search.settings, on_note=lambda n: print(n, flush=True))
     request = search.request
     return best_config(
@@ -116,7 +115,6 @@ def _pick(args: argparse.Namespace, search: Search, records: list[TrialRecord]) 
     finalists = None
     if chosen:
         print(report.pareto_table(study_front(candidates(records), records, axes), axes, "search"))
-        print(f"re-measuring {len(chosen)} finalists cold and warm in fresh processes")
         finalists = remeasure(chosen, search.settings, on_note=lambda n: print(n, flush=True))
     request = search.request
     picked = pick_from_front(

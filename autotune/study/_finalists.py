@@ -16,6 +16,7 @@ allow for that.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from autotune.records import TrialRecord
 from autotune.study._objective import Objective
 from autotune.study._records import candidates, pooled_measurements
 from autotune.study._settings import StudySettings
-from autotune.trials import SubprocessRunner, TrialResult, TrialSpec
+from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
 
 @dataclass
@@ -80,27 +81,69 @@ def remeasure(
     finalists: list[TrialRecord],
     settings: StudySettings,
     on_note: Callable[[str], None] = lambda note: None,
-    runner: SubprocessRunner | None = None,
+    runner: TrialRunner | None = None,
 ) -> list[Finalist]:
-    """Runs each finalist cold, then warm, in fresh processes with a private cache."""
+    """Runs every finalist cold, then every one warm in reverse order, each in a fresh process
+    with a private cache.
+
+    The two passes make an ABBA order over processes: a config's speedup drifts with the
+    machine's state over the minutes this takes (see benchmarks/results/process_variance_cpu.md),
+    and measuring one finalist's two processes back to back would hand that drift to whichever
+    finalist ran during a good minute. In this order every finalist's pooled pair spans the same
+    stretch of time, the default compile's included.
+    """
     runner = runner or SubprocessRunner()
-    done = []
-    for r in finalists:
-        with tempfile.TemporaryDirectory(prefix="autotune-finalist-") as cache:
-            spec = TrialSpec(
-                model_path=settings.model_path, device=settings.device, config=r.config,
-                workload=settings.workload, seed=settings.seed,
-                budget_s=settings.compile_budget_s, measure=settings.measure, cache_dir=cache,
+    on_note(
+        f"re-measuring {len(finalists)} finalists in fresh processes: each cold, then each warm "
+        "in reverse order"
+    )
+    with contextlib.ExitStack() as caches:
+        specs = [
+            TrialSpec(
+                model_path=settings.model_path,
+                device=settings.device,
+                config=r.config,
+                workload=settings.workload,
+                seed=settings.seed,
+                budget_s=settings.compile_budget_s,
+                measure=settings.measure,
+                cache_dir=caches.enter_context(
+                    tempfile.TemporaryDirectory(prefix="autotune-finalist-")
+                ),
             )  # fmt: skip
-            cold = runner.run(spec)
-            warm = runner.run(spec) if cold.ok else cold
-        done.append(Finalist(r, cold, warm))
-        on_note(_line(done[-1]))
+            for r in finalists
+        ]
+        cold = []
+        for r, spec in zip(finalists, specs, strict=True):
+            cold.append(runner.run(spec))
+            on_note(_progress(r, "cold", cold[-1]))
+        warm: dict[int, TrialResult] = {}
+        for i in reversed(range(len(finalists))):
+            # A finalist that failed cold is not run again: its failure stands for both.
+            warm[i] = runner.run(specs[i]) if cold[i].ok else cold[i]
+            if cold[i].ok:
+                on_note(_progress(finalists[i], "warm", warm[i]))
+    done = [Finalist(r, cold[i], warm[i]) for i, r in enumerate(finalists)]
+    for f in done:
+        on_note(_line(f))
     return done
 
 
+def _who(r: TrialRecord) -> str:
+    return f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}"
+
+
+def _progress(r: TrialRecord, run: str, result: TrialResult) -> str:
+    if not result.ok:
+        return f"  {run} {_who(r)}: {result.failure_kind}"
+    return (
+        f"  {run} {_who(r)}: compile {result.compile_time_s:.1f}s, "
+        f"{result.speedup_vs_eager:.2f}x eager"
+    )
+
+
 def _line(f: Finalist) -> str:
-    who = f"[{f.searched.baseline}]" if f.searched.baseline else f"#{f.searched.trial_number}"
+    who = _who(f.searched)
     if not f.ok:
         bad = f.cold if not f.cold.ok else f.warm
         return f"finalist {who}: {bad.failure_kind}: {bad.error}"

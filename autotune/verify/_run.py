@@ -99,12 +99,14 @@ def _measure(
     on_trial: OnTrial | None,
     relaxed: bool,
 ) -> list[dict[str, TrialResult]]:
-    """Runs the plan ``repeats`` times; a failed config trial ends the measuring. ``relaxed``:
-    the config is held to the looser gate its search held it to."""
+    """Runs the plan ``repeats`` times, every other one backwards; a failed config trial ends
+    the measuring after its repeat. ``relaxed``: the config is held to the looser gate its search held it to."""
     rounds: list[dict[str, TrialResult]] = []
     for repeat in range(1, repeats + 1):
         rounds.append({})
-        for name, config in plan:
+        # Every other repeat runs the plan backwards (ABBA): the pooled figures of the config
+        # and of the default compile then span the same minutes of the machine's drift.
+        for name, config in plan if repeat % 2 else plan[::-1]:
             loose = relaxed and name == "config"
             result = rounds[-1][name] = _run_cold(runner, base, config, loose)
             if on_trial is not None:
@@ -115,8 +117,9 @@ def _measure(
                     f"{base.device} ({result.failure_kind}: {result.error}). Nothing can be "
                     "verified without the eager baseline; fix the model file or the options."
                 )
-            if name == "config" and not result.ok:
-                return rounds
+        config_run = rounds[-1].get("config")
+        if config_run is not None and not config_run.ok:
+            return rounds  # the repeat is whole (its eager run read the noise), the rest moot
     return rounds
 
 

@@ -296,7 +296,7 @@ def test_finalists_are_remeasured_cold_and_warm(tmp_path, model_file, space_file
                      "--scope", "whole", "--trials", "2", "--finalists", "1")  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert "re-measuring 2 finalists cold and warm" in printed
+    assert "re-measuring 2 finalists in fresh processes: each cold, then each warm" in printed
     assert "finalist [default]: " in printed
     lines = [line for line in printed.splitlines() if line.startswith("finalist #")]
     assert len(lines) == 1 and "cold compile" in lines[0] and "warm compile" in lines[0]

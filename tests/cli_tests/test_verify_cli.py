@@ -271,3 +271,34 @@ def test_a_cold_compile_above_the_claim_or_the_picks_cap_is_a_warning(tmp_path, 
     assert "cold compile: claimed 5.0 s, measured 20.0 s" in report.warnings
     assert any("above the compile<=10s of the rule that picked this config" in w
                for w in report.warnings)  # fmt: skip
+
+
+class OrderRecorder:
+    """Notes what each trial measured; the config fails from its ``fail_from``-th run on."""
+
+    def __init__(self, fail_from: int | None = None) -> None:
+        self.order: list[str] = []
+        self.fail_from = fail_from
+
+    def run(self, spec):
+        from autotune.trials import TrialResult
+
+        name = "eager" if spec.config is None else spec.config["backend"]
+        self.order.append(name)
+        if name == "aot_eager" and self.fail_from and self.order.count(name) >= self.fail_from:
+            return TrialResult.failed("compile_error", "broke on the second repeat")
+        return SlowCompileRunner().run(spec)
+
+
+def test_repeats_alternate_their_order_and_a_failure_ends_after_its_repeat(tmp_path, model_file):
+    best = BestConfig.load(best_file(tmp_path, aot(), MODEST))
+    runner = OrderRecorder()
+    verify(best, model_file("tiny"), runner=runner, repeats=3)  # type: ignore[arg-type]
+    # ABBA: the config's and the default's pooled figures span the same minutes
+    assert runner.order == ["eager", "inductor", "aot_eager", "aot_eager", "inductor", "eager",
+                            "eager", "inductor", "aot_eager"]  # fmt: skip
+
+    runner = OrderRecorder(fail_from=2)
+    report = verify(best, model_file("tiny"), runner=runner, repeats=3)  # type: ignore[arg-type]
+    assert runner.order == ["eager", "inductor", "aot_eager", "aot_eager", "inductor", "eager"]
+    assert report.verdict == "broken" and len(report.repeats) == 2

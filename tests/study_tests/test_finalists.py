@@ -1,0 +1,72 @@
+"""Finalists: the order of their fresh processes, and what a failure does to the rest."""
+
+from __future__ import annotations
+
+import os
+
+from autotune.records import TrialRecord
+from autotune.study._finalists import remeasure
+from autotune.study._settings import StudySettings
+from autotune.trials import TrialResult, TrialSpec
+
+SETTINGS = StudySettings(
+    model_path="m.py", device="cpu", space={}, space_hash="x", torch_version="2.13.0"
+)
+
+
+def searched(n: int, baseline: str | None = None) -> TrialRecord:
+    return TrialRecord(
+        trial_number=n, config={"backend": "inductor", "mode": f"m{n}"}, config_hash=f"h{n}",
+        brief=f"config {n}", status="ok", baseline=baseline,
+    )  # fmt: skip
+
+
+class OrderRunner:
+    """Records which config ran, in which cache, and whether that cache was still empty."""
+
+    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
+        self.runs: list[tuple[str, bool]] = []
+        self.fail = fail
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        assert spec.config is not None and spec.cache_dir is not None
+        mode = spec.config["mode"]
+        cold = not os.listdir(spec.cache_dir)
+        self.runs.append((mode, cold))
+        if mode in self.fail:
+            return TrialResult.failed("timeout", "compile budget spent", error_tail="")
+        open(os.path.join(spec.cache_dir, "kernel"), "w").close()  # what a compile leaves
+        return TrialResult(
+            status="ok", compile_time_s=10.0 if cold else 1.0, latency_median_s=1e-3,
+            latency_iqr_s=1e-5, eager_latency_median_s=1.2e-3, speedup_vs_eager=1.2,
+            speedup_vs_eager_q1=1.1, speedup_vs_eager_q3=1.3,
+        )  # fmt: skip
+
+
+def test_finalists_run_all_cold_then_all_warm_in_reverse_order():
+    runner = OrderRunner()
+    notes: list[str] = []
+    finalists = [searched(3), searched(5), searched(1, baseline="default")]
+
+    done = remeasure(finalists, SETTINGS, on_note=notes.append, runner=runner)
+
+    # ABBA over processes: machine drift during the passes lands on every finalist alike.
+    assert runner.runs == [("m3", True), ("m5", True), ("m1", True),
+                           ("m1", False), ("m5", False), ("m3", False)]  # fmt: skip
+    assert [f.searched.trial_number for f in done] == [3, 5, 1]
+    assert all(f.cold.compile_time_s == 10.0 and f.warm.compile_time_s == 1.0 for f in done)
+    assert notes[0].startswith("re-measuring 3 finalists in fresh processes")
+    summaries = [n for n in notes if n.startswith("finalist ")]
+    assert summaries[0].startswith("finalist #3: cold compile 10.0s")
+    assert summaries[2].startswith("finalist [default]: ")
+
+
+def test_a_finalist_that_fails_cold_is_not_run_warm():
+    runner = OrderRunner(fail=frozenset({"m5"}))
+    notes: list[str] = []
+
+    done = remeasure([searched(3), searched(5)], SETTINGS, on_note=notes.append, runner=runner)
+
+    assert runner.runs == [("m3", True), ("m5", True), ("m3", False)]
+    assert done[0].ok and not done[1].ok and done[1].warm is done[1].cold
+    assert "finalist #5: timeout: compile budget spent" in notes
