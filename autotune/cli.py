@@ -10,6 +10,7 @@ from typing import Any
 
 from autotune import _argtypes as argtypes
 from autotune.errors import UsageError
+from autotune.trials._spec import DEFAULT_PRECISION
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -184,6 +185,15 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="re-measure the N best configs and default torch.compile in fresh processes, "
         "cold and warm, before choosing (default 3; 0 skips)",
+    )
+    p.add_argument(
+        "--precision",
+        type=argtypes.fraction,
+        default=DEFAULT_PRECISION,
+        metavar="F",
+        help="finalists time past --measure-seconds until their median speedup is known "
+        f"within +-F (95%% confidence), for at most 5x as long; 0 turns it off (default "
+        f"{DEFAULT_PRECISION})",
     )
     p.add_argument(
         "--warm-start",

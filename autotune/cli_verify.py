@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from autotune import _argtypes as argtypes
 from autotune.errors import UsageError
+from autotune.trials._spec import DEFAULT_PRECISION
 
 if TYPE_CHECKING:
     from autotune.runtime.config import BestConfig
@@ -50,6 +51,15 @@ def add_verify_parser(sub: argparse._SubParsersAction) -> None:
         help="interleaved eager/compiled timing per measurement (default 2)",
     )
     p.add_argument(
+        "--precision",
+        type=argtypes.fraction,
+        default=DEFAULT_PRECISION,
+        metavar="F",
+        help="time each measurement past --measure-seconds until its median speedup is known "
+        f"within +-F (95%% confidence), for at most 5x as long; 0 turns it off (default "
+        f"{DEFAULT_PRECISION})",
+    )
+    p.add_argument(
         "--repeats",
         type=argtypes.positive_int,
         default=1,
@@ -58,7 +68,7 @@ def add_verify_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--tolerance",
-        type=_fraction,
+        type=argtypes.fraction,
         default=0.05,
         metavar="F",
         help="least relative drop of the speedup that fails a claim, raised to the "
@@ -101,6 +111,7 @@ def run_verify(args: argparse.Namespace) -> int:
             report = verify(
                 best, args.model, runner=runner, device=device, repeats=args.repeats,
                 budget_s=args.compile_budget, measure_seconds=args.measure_seconds,
+                precision=args.precision or None,
                 seed=args.seed, tolerance=args.tolerance,
                 default=default,
                 on_trial=lambda repeat, name, result: _progress(progress, repeat, name, result),
@@ -142,7 +153,8 @@ def _progress(out: TextIO, repeat: int, name: str, result: TrialResult) -> None:
     speedup = _spread(
         result.speedup_vs_eager, result.speedup_vs_eager_q1, result.speedup_vs_eager_q3
     )
-    print(f"{head} ok  {speedup} eager{compile_s}", file=out, flush=True)
+    known = f"  median {result.precision_note()}" if result.precision_note() else ""
+    print(f"{head} ok  {speedup} eager{known}{compile_s}", file=out, flush=True)
 
 
 def render(report: VerifyReport) -> str:
@@ -199,13 +211,6 @@ def _seconds(value: float | None, suffix: str = "") -> str:
 def _clip(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1), got {text}")
-    return value
 
 
 __all__ = ["add_verify_parser", "render", "run_verify"]

@@ -163,6 +163,7 @@ def _request(args: argparse.Namespace) -> SearchRequest:
         calls=args.calls,
         memory_budget_bytes=args.memory_budget,
         pareto=pareto,
+        finalist_precision=args.precision or None,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     return SearchRequest(study, args.storage, settings, args.trials, args.timeout)

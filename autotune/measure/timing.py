@@ -18,6 +18,7 @@ a collection does not land in one sample.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import math
 import time
@@ -41,6 +42,8 @@ _TRUSTED_SAMPLE_FACTOR = 10
 _MAX_CALLS_PER_SAMPLE = 1 << 20
 # As triton.testing.do_bench: a buffer larger than any current GPU's L2 cache.
 _L2_FLUSH_BYTES = 256 * 1024 * 1024
+# Fewer paired rounds than this give no confidence interval worth stopping on.
+_MIN_ROUNDS_FOR_CI = 10
 # The next round may run this much longer than the last one before the deadline counts as near.
 _DEADLINE_MARGIN = 1.5
 
@@ -59,11 +62,18 @@ class Stats:
     q3: float
     n: int
     min: float
+    ci_low: float  # the median's 95% confidence interval, distribution-free (order statistics)
+    ci_high: float
 
     @property
     def iqr(self) -> float:
         """The interquartile range ``q3 - q1``, a spread that ignores outliers."""
         return self.q3 - self.q1
+
+    @property
+    def ci_half_width(self) -> float:
+        """Half the median's 95% confidence interval, relative to the median (0.02: +-2%)."""
+        return (self.ci_high - self.ci_low) / 2 / self.median if self.median else math.inf
 
     @classmethod
     def from_samples(cls, samples: Sequence[float]) -> Stats:
@@ -71,12 +81,15 @@ class Stats:
         if not samples:
             raise ValueError("Stats needs at least one sample, but got none.")
         ordered = sorted(samples)
+        low, high = _median_ci(ordered)
         return cls(
             median=_quantile(ordered, 0.5),
             q1=_quantile(ordered, 0.25),
             q3=_quantile(ordered, 0.75),
             n=len(ordered),
             min=ordered[0],
+            ci_low=low,
+            ci_high=high,
         )
 
 
@@ -105,6 +118,8 @@ class _Plan:
     max_rounds: int
     target_seconds: float
     deadline: float | None
+    precision: float | None = None
+    max_seconds: float | None = None
 
 
 class _Timer(Protocol):
@@ -152,6 +167,8 @@ def interleaved_timing(
     max_rounds: int = 200,
     target_seconds: float = 2.0,
     deadline: float | None = None,
+    precision: float | None = None,
+    max_seconds: float | None = None,
 ) -> Timing:
     """Time ``eager_fn`` against ``compiled_fn`` in interleaved rounds.
 
@@ -160,6 +177,11 @@ def interleaved_timing(
     one sample of each, alternating which goes first. Rounds stop once ``target_seconds`` of
     rounds are spent and ``min_rounds`` are done, at ``max_rounds``, or when the next round would
     likely end past ``deadline``.
+
+    With ``precision``, rounds go on past ``target_seconds`` until the 95% confidence interval
+    of the median ratio is within ``+-precision`` of it (relative; as a stable-measurement retry,
+    but on the paired ratio), or until ``max_seconds`` of rounds, ``max_rounds`` or the deadline:
+    ``Timing.ratio.ci_half_width`` tells whether it got there.
 
     On CUDA, a 256 MB buffer for the L2 flushes is allocated: read peak memory before timing,
     or reset it after.
@@ -173,6 +195,10 @@ def interleaved_timing(
         max_rounds: Rounds at most.
         target_seconds: Wall time to spend on rounds (warm-up and calibration not counted).
         deadline: A ``time.monotonic()`` value that timing must end before, or None.
+        precision: The relative half-width of the median ratio's 95% confidence interval to
+            time on for, or None to stop at ``target_seconds``.
+        max_seconds: With ``precision``, wall time on rounds at most (default: 5 times
+            ``target_seconds``).
 
     Returns:
         The per-call times of both functions and their per-round ratios.
@@ -180,7 +206,7 @@ def interleaved_timing(
     Raises:
         TimeoutError: The deadline passed before one round could be timed.
     """
-    plan = _Plan(min_rounds, max_rounds, target_seconds, deadline)
+    plan = _Plan(min_rounds, max_rounds, target_seconds, deadline, precision, max_seconds)
     _check_plan(plan, warmup)
     resolved = resolve(device)
     timer: _Timer = _CudaTimer(resolved) if resolved.type == "cuda" else _CpuTimer()
@@ -230,6 +256,13 @@ def _check_plan(plan: _Plan, warmup: int) -> None:
         )
     if plan.target_seconds < 0:
         raise ValueError(f"`target_seconds >= 0` must hold, but got {plan.target_seconds}.")
+    if plan.precision is not None and not 0 < plan.precision < 1:
+        raise ValueError(f"`0 < precision < 1` must hold, but got precision={plan.precision}.")
+    if plan.max_seconds is not None and plan.max_seconds < plan.target_seconds:
+        raise ValueError(
+            "`max_seconds >= target_seconds` must hold, but got "
+            f"(max_seconds={plan.max_seconds}, target_seconds={plan.target_seconds})."
+        )
 
 
 def _check_deadline(deadline: float | None, phase: str) -> None:
@@ -295,18 +328,46 @@ def _run_rounds(
 ) -> list[tuple[float, float]]:
     """Return (eager, compiled) seconds per sample, one pair per round."""
     pairs: list[tuple[float, float]] = []
+    ratios: list[float] = []  # kept sorted, for the precision check
     started = time.monotonic()
     while len(pairs) < plan.max_rounds:
         now = time.monotonic()
         if len(pairs) >= plan.min_rounds and now - started >= plan.target_seconds:
-            break
+            if _precise_enough(plan, ratios, now - started):
+                break
         if plan.deadline is not None and now + _DEADLINE_MARGIN * round_estimate > plan.deadline:
             if not pairs:
                 raise _deadline_error(f"one round (~{round_estimate:.3g} s) would end past it")
             break
         pairs.append(_one_round(timer, fns, calls, eager_first=len(pairs) % 2 == 0))
+        eager, compiled = pairs[-1]
+        bisect.insort(ratios, eager / compiled if compiled > 0 else math.inf)
         round_estimate = time.monotonic() - now
     return pairs
+
+
+def _precise_enough(plan: _Plan, ordered_ratios: list[float], spent: float) -> bool:
+    """Whether rounds may stop now that ``target_seconds`` are spent."""
+    if plan.precision is None:
+        return True
+    if len(ordered_ratios) < _MIN_ROUNDS_FOR_CI:
+        return False
+    max_seconds = plan.max_seconds if plan.max_seconds is not None else 5 * plan.target_seconds
+    if spent >= max_seconds:
+        return True
+    low, high = _median_ci(ordered_ratios)
+    median = _quantile(ordered_ratios, 0.5)
+    return median > 0 and (high - low) / 2 <= plan.precision * median
+
+
+def _median_ci(ordered: Sequence[float]) -> tuple[float, float]:
+    """The median's 95% confidence interval from order statistics, which assumes nothing of the
+    distribution: the ranks n/2 -+ 0.98 sqrt(n) (the binomial's normal approximation)."""
+    n = len(ordered)
+    spread = 0.98 * math.sqrt(n)
+    low = max(0, math.floor(n / 2 - spread) - 1)
+    high = min(n - 1, math.ceil(n / 2 + spread))
+    return ordered[low], ordered[high]
 
 
 def _one_round(

@@ -28,6 +28,8 @@ from autotune.study._records import candidates, pooled_measurements
 from autotune.study._settings import StudySettings
 from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
+_PREFIX = "autotune-finalist-"
+
 
 @dataclass
 class Finalist:
@@ -97,6 +99,9 @@ def remeasure(
         f"re-measuring {len(finalists)} finalists in fresh processes: each cold, then each warm "
         "in reverse order"
     )
+    measure = settings.measure
+    if settings.finalist_precision is not None:
+        measure = measure.precise(settings.finalist_precision)
     with contextlib.ExitStack() as caches:
         specs = [
             TrialSpec(
@@ -106,10 +111,8 @@ def remeasure(
                 workload=settings.workload,
                 seed=settings.seed,
                 budget_s=settings.compile_budget_s,
-                measure=settings.measure,
-                cache_dir=caches.enter_context(
-                    tempfile.TemporaryDirectory(prefix="autotune-finalist-")
-                ),
+                measure=measure,
+                cache_dir=caches.enter_context(tempfile.TemporaryDirectory(prefix=_PREFIX)),
             )  # fmt: skip
             for r in finalists
         ]
@@ -136,9 +139,10 @@ def _who(r: TrialRecord) -> str:
 def _progress(r: TrialRecord, run: str, result: TrialResult) -> str:
     if not result.ok:
         return f"  {run} {_who(r)}: {result.failure_kind}"
+    known = f" ({result.precision_note()})" if result.precision_note() else ""
     return (
         f"  {run} {_who(r)}: compile {result.compile_time_s:.1f}s, "
-        f"{result.speedup_vs_eager:.2f}x eager"
+        f"{result.speedup_vs_eager:.2f}x eager{known}"
     )
 
 

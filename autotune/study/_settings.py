@@ -8,6 +8,7 @@ from typing import Any
 
 from autotune.errors import UsageError
 from autotune.trials import MeasureSettings
+from autotune.trials._spec import DEFAULT_PRECISION
 
 # A resumed study must agree on these; the others may change between runs.
 IDENTITY = (
@@ -36,6 +37,7 @@ class StudySettings:
     calls: int | None = None  # --objective amortized: the calls that pay back the compile
     memory_budget_bytes: int | None = None  # a trial whose peak memory exceeds it is infeasible
     pareto: list[str] | None = None  # --pareto: the axes of a multi-objective study
+    finalist_precision: float | None = DEFAULT_PRECISION  # finalists time on to +-this speedup
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -226,6 +226,8 @@ def _ok_result(
         speedup_vs_eager=timing.ratio.median,
         speedup_vs_eager_q1=timing.ratio.q1,
         speedup_vs_eager_q3=timing.ratio.q3,
+        speedup_vs_eager_ci_low=timing.ratio.ci_low,
+        speedup_vs_eager_ci_high=timing.ratio.ci_high,
         rounds=timing.rounds,
         calls_per_sample=timing.calls_per_sample,
         accuracy={
@@ -282,6 +284,8 @@ def _time(
             max_rounds=s.max_rounds,
             target_seconds=s.target_seconds,
             deadline=deadline,
+            precision=s.precision,
+            max_seconds=s.max_seconds,
         )
     except Exception as exc:
         raise classify(exc, None) from exc

@@ -19,6 +19,12 @@ FAILURE_KINDS = (
 )
 
 
+# Finalists and verify time until the median speedup is known within +-2% (95% confidence).
+DEFAULT_PRECISION = 0.02
+# Rounds are at least 4 ms on a CPU (two 2 ms samples): ten seconds of them fit.
+_PRECISE_MAX_ROUNDS = 5000
+
+
 @dataclass(frozen=True)
 class MeasureSettings:
     """How a trial times its calls (see autotune.measure.interleaved_timing)."""
@@ -27,6 +33,19 @@ class MeasureSettings:
     min_rounds: int = 10
     max_rounds: int = 200
     target_seconds: float = 2.0
+    precision: float | None = None  # time on until the median speedup is known within +-this
+    max_seconds: float | None = None  # with precision: rounds stop here at the latest
+
+    def precise(self, precision: float) -> MeasureSettings:
+        """These settings, timing on past ``target_seconds`` until the 95% confidence interval
+        of the median speedup is within ``+-precision`` (relative), for at most five times as
+        long: how finalists and ``autotune verify`` time."""
+        return dataclasses.replace(
+            self,
+            precision=precision,
+            max_seconds=5 * self.target_seconds,
+            max_rounds=max(self.max_rounds, _PRECISE_MAX_ROUNDS),
+        )
 
 
 @dataclass(frozen=True)
@@ -67,6 +86,8 @@ class TrialResult:
     speedup_vs_eager: float | None = None
     speedup_vs_eager_q1: float | None = None
     speedup_vs_eager_q3: float | None = None
+    speedup_vs_eager_ci_low: float | None = None  # the median's 95% confidence interval
+    speedup_vs_eager_ci_high: float | None = None
     rounds: int | None = None
     calls_per_sample: int | None = None
     peak_memory_bytes: int | None = None
@@ -87,6 +108,21 @@ class TrialResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def speedup_precision(self) -> float | None:
+        """Half the median speedup's 95% confidence interval, relative to it (0.02: +-2%)."""
+        low, high, median = (
+            self.speedup_vs_eager_ci_low, self.speedup_vs_eager_ci_high, self.speedup_vs_eager
+        )  # fmt: skip
+        if low is None or high is None or not median:
+            return None
+        return (high - low) / 2 / median
+
+    def precision_note(self) -> str:
+        """``"+-1.8% in 812 rounds"``: how well the median speedup is known, or ``""``."""
+        precision = self.speedup_precision
+        return "" if precision is None else f"±{precision:.1%} in {self.rounds:,} rounds"
 
     @classmethod
     def failed(cls, kind: str, error: str, **fields: Any) -> TrialResult:

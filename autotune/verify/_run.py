@@ -16,6 +16,7 @@ from pathlib import Path
 from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
+from autotune.trials._spec import DEFAULT_PRECISION
 from autotune.verify._report import VerifyReport, build_report
 from autotune.verify._rules import DEFAULT_TOLERANCE
 
@@ -31,6 +32,7 @@ def verify(
     repeats: int = 1,
     budget_s: float = 600.0,
     measure_seconds: float = 2.0,
+    precision: float | None = DEFAULT_PRECISION,
     seed: int = 0,
     tolerance: float = DEFAULT_TOLERANCE,
     default: CompileConfig | None = CompileConfig(),  # noqa: B008 - frozen, never mutated
@@ -46,6 +48,9 @@ def verify(
         repeats: Each measurement runs this many times; the repeats are pooled.
         budget_s: Compile budget of each trial.
         measure_seconds: Interleaved timing per trial.
+        precision: Time on until each median speedup is known within +-this (95%
+            confidence), for at most 5 times ``measure_seconds``; None: stop at
+            ``measure_seconds``.
         seed: Seeds weights and inputs, as ``autotune search --seed`` did.
         tolerance: Least relative drop of a speedup that can fail a claim.
         default: The default-compile reference; ``None`` skips it (then nothing is checked
@@ -64,10 +69,15 @@ def verify(
         workload=str(best.workload.get("kind") or "infer"),
         seed=seed,
         budget_s=budget_s,
-        measure=MeasureSettings(target_seconds=measure_seconds),
+        measure=_settings(measure_seconds, precision),
     )
     rounds = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
     return build_report(best, device, rounds, tolerance)
+
+
+def _settings(measure_seconds: float, precision: float | None) -> MeasureSettings:
+    settings = MeasureSettings(target_seconds=measure_seconds)
+    return settings if precision is None else settings.precise(precision)
 
 
 def plan_measurements(
@@ -100,7 +110,8 @@ def _measure(
     relaxed: bool,
 ) -> list[dict[str, TrialResult]]:
     """Runs the plan ``repeats`` times, every other one backwards; a failed config trial ends
-    the measuring after its repeat. ``relaxed``: the config is held to the looser gate its search held it to."""
+    the measuring after its repeat. ``relaxed``: the config is held to the looser gate its
+    search held it to."""
     rounds: list[dict[str, TrialResult]] = []
     for repeat in range(1, repeats + 1):
         rounds.append({})

@@ -107,6 +107,8 @@ def test_deadline_already_past_raises_timeout() -> None:
         ({"min_rounds": 0}, "min_rounds <= max_rounds"),
         ({"warmup": -1}, "warmup >= 0"),
         ({"target_seconds": -1.0}, "target_seconds >= 0"),
+        ({"precision": 0.0}, "0 < precision < 1"),
+        ({"precision": 0.02, "target_seconds": 2.0, "max_seconds": 1.0}, "max_seconds >= "),
     ],
 )
 def test_invalid_plan_is_rejected(kwargs: dict[str, float], match: str) -> None:
@@ -140,3 +142,26 @@ def test_stats_are_seconds_per_call_not_per_sample() -> None:
     one_call = (time.perf_counter() - start) / 200
     assert timing.calls_per_sample >= 5
     assert one_call / 3 < timing.compiled.median < 3 * one_call
+
+
+def test_precision_ends_rounds_once_the_median_ratio_is_known_well_enough() -> None:
+    fn = _matmul_loop(1)
+    timing = interleaved_timing(
+        fn, fn, "cpu", min_rounds=10, max_rounds=5000, target_seconds=0.0, precision=0.5
+    )
+    # The same function twice: ratios near 1, so +-50% holds as soon as a CI exists.
+    assert timing.rounds == 10
+    assert timing.ratio.ci_half_width <= 0.5
+
+
+def test_precision_out_of_reach_times_until_max_seconds() -> None:
+    fn = _matmul_loop(1)
+    started = time.monotonic()
+    timing = interleaved_timing(fn, fn, "cpu", min_rounds=10, max_rounds=100_000,
+                                target_seconds=0.1, precision=1e-9, max_seconds=0.5)  # fmt: skip
+    spent = time.monotonic() - started
+    assert 0.5 <= spent < 3.0  # warm-up and calibration come on top of the rounds
+    assert timing.ratio.ci_half_width > 1e-9
+    short = interleaved_timing(fn, fn, "cpu", min_rounds=10, max_rounds=100_000,
+                               target_seconds=0.1)  # fmt: skip
+    assert timing.rounds > 2 * short.rounds

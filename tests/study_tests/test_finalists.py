@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from autotune.records import TrialRecord
 from autotune.study._finalists import remeasure
 from autotune.study._settings import StudySettings
-from autotune.trials import TrialResult, TrialSpec
+from autotune.trials import MeasureSettings, TrialResult, TrialSpec
+from autotune.trials._spec import DEFAULT_PRECISION
 
 SETTINGS = StudySettings(
     model_path="m.py", device="cpu", space={}, space_hash="x", torch_version="2.13.0"
@@ -27,11 +29,13 @@ class OrderRunner:
     def __init__(self, fail: frozenset[str] = frozenset()) -> None:
         self.runs: list[tuple[str, bool]] = []
         self.fail = fail
+        self.precision: set[float | None] = set()
 
     def run(self, spec: TrialSpec) -> TrialResult:
         assert spec.config is not None and spec.cache_dir is not None
         mode = spec.config["mode"]
         cold = not os.listdir(spec.cache_dir)
+        self.precision.add(spec.measure.precision)
         self.runs.append((mode, cold))
         if mode in self.fail:
             return TrialResult.failed("timeout", "compile budget spent", error_tail="")
@@ -70,3 +74,22 @@ def test_a_finalist_that_fails_cold_is_not_run_warm():
     assert runner.runs == [("m3", True), ("m5", True), ("m3", False)]
     assert done[0].ok and not done[1].ok and done[1].warm is done[1].cold
     assert "finalist #5: timeout: compile budget spent" in notes
+
+
+def test_finalists_time_to_the_study_precision():
+    runner = OrderRunner()
+    remeasure([searched(3)], SETTINGS, runner=runner)
+    assert runner.precision == {DEFAULT_PRECISION}
+
+    runner = OrderRunner()
+    remeasure([searched(3)], replace(SETTINGS, finalist_precision=None), runner=runner)
+    assert runner.precision == {None}
+
+
+def test_precise_settings_time_longer_and_old_settings_still_load():
+    precise = MeasureSettings(target_seconds=2.0).precise(0.01)
+    assert (precise.precision, precise.max_seconds, precise.target_seconds) == (0.01, 10.0, 2.0)
+    assert precise.max_rounds >= 2500  # 10 s of 4 ms rounds
+    stored = {"warmup": 3, "min_rounds": 10, "max_rounds": 200, "target_seconds": 2.0}
+    assert TrialSpec.from_dict({"model_path": "m.py", "device": "cpu", "config": None,
+                                "measure": stored}).measure.precision is None  # fmt: skip
