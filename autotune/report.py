@@ -36,23 +36,31 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
 def pareto_table(
     points: list[TrialRecord], axes: list[str], title: str, chosen: TrialRecord | None = None
 ) -> str:
-    """The Pareto front, fastest first; ``*`` marks the picked config."""
+    """The Pareto front, fastest first; ``*`` marks the picked config, which is listed below the
+    front when it is not on it (default compile, picked within the noise of the fastest)."""
     count = f"{len(points)} point{'s' if len(points) != 1 else ''}"
     lines = [f"Pareto front of the {title} ({', '.join(axes)}): {count}"]
+    numbers = {r.trial_number for r in points}
     for r in points:
-        mark = "*" if chosen is not None and r.trial_number == chosen.trial_number else " "
-        label = f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}"
-        speed = f"{axis_value(r, 'latency') or 0:.2f}x eager"
-        spread = ""
-        if r.baseline != "eager" and r.speedup_vs_eager_q1 and r.speedup_vs_eager_q3:
-            spread = f" ({r.speedup_vs_eager_q1:.2f}-{r.speedup_vs_eager_q3:.2f})"
-        compile_s = axis_value(r, "compile") or 0.0
-        memory = f"  peak {r.peak_memory_bytes / 2**20:.0f}MiB" if r.peak_memory_bytes else ""
-        lines.append(
-            f" {mark} {label:>9} {speed}{spread:<12}  compile {compile_s:6.1f}s{memory}  "
-            f"{_clip(r.brief, _BRIEF_WIDTH)}"
-        )
+        picked = chosen is not None and r.trial_number == chosen.trial_number
+        lines.append(_front_row(r, "*" if picked else " "))
+    if chosen is not None and chosen.trial_number not in numbers:
+        lines.append(_front_row(chosen, "*") + "  (picked off the front)")
     return "\n".join(lines)
+
+
+def _front_row(r: TrialRecord, mark: str) -> str:
+    label = f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}"
+    speed = f"{axis_value(r, 'latency') or 0:.2f}x eager"
+    spread = ""
+    if r.baseline != "eager" and r.speedup_vs_eager_q1 and r.speedup_vs_eager_q3:
+        spread = f" ({r.speedup_vs_eager_q1:.2f}-{r.speedup_vs_eager_q3:.2f})"
+    compile_s = axis_value(r, "compile") or 0.0
+    memory = f"  peak {r.peak_memory_bytes / 2**20:.0f}MiB" if r.peak_memory_bytes else ""
+    return (
+        f" {mark} {label:>9} {speed}{spread:<12}  compile {compile_s:6.1f}s{memory}  "
+        f"{_clip(r.brief, _BRIEF_WIDTH)}"
+    )
 
 
 def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
@@ -72,9 +80,14 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
             m.get("break_even_calls_vs_eager"),
             m.get("break_even_calls_vs_default"),
         )
+        against_default = (
+            f", {_calls(vs_default)} vs default torch.compile"
+            if "break_even_calls_vs_default" in m
+            else " (it is default torch.compile)"
+        )
         lines.append(
-            f"      pays back its compile time after {_calls(vs_eager)} calls vs eager, "
-            f"{_calls(vs_default)} vs default torch.compile"
+            f"      pays back its compile time after {_calls(vs_eager)} calls vs eager"
+            + against_default
         )
     else:
         lines.append("Decision: do not compile.")

@@ -66,7 +66,8 @@ def emit(
     default = default or next((r for r in records if r.baseline == "default"), None)
     made.metrics["objective_score"] = objective.score(best) or 0.0
     made.metrics["break_even_calls_vs_eager"] = _finite(break_even_calls(best))
-    made.metrics["break_even_calls_vs_default"] = _finite(break_even_calls(best, default))
+    if best.baseline != "default":  # the default compile does not pay back against itself
+        made.metrics["break_even_calls_vs_default"] = _finite(break_even_calls(best, default))
     if best.trial_number in fresh:
         made.metrics["cold_compile_time_s"] = fresh[best.trial_number].cold.compile_time_s
         made.metrics["warm_compile_time_s"] = fresh[best.trial_number].warm.compile_time_s

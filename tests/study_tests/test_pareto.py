@@ -7,6 +7,7 @@ import pytest
 
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
+from autotune.report import pareto_table, summary
 from autotune.space import load_space
 from autotune.study import (
     PickRule,
@@ -128,6 +129,14 @@ def test_fastest_gives_way_to_default_compile_within_the_noise():
     picked = pick("fastest,compile<=9", [EAGER, rec(1, 1.20, 8.5, baseline="default"), close])
     assert picked.best.source["trial"] == 1
     assert "so the default compile is recommended" in picked.best.reason
+    # the default compile has no payback against itself: the summary says what it is instead
+    assert "break_even_calls_vs_default" not in picked.best.metrics
+    said = summary(picked.best, "best_config.json", RECORDS)
+    assert "calls vs eager (it is default torch.compile)" in said
+    # #8 dominates the default, so the table lists the pick below the front, marked
+    table = pareto_table(picked.front, AXES, "search", picked.chosen).splitlines()
+    assert [line.split()[0] for line in table[1:]] == ["#8", "[eager]", "*"]
+    assert "[default] 1.20x eager" in table[-1] and table[-1].endswith("(picked off the front)")
 
 
 @pytest.mark.parametrize(
