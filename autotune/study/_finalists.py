@@ -113,7 +113,7 @@ def remeasure(
                 budget_s=settings.compile_budget_s,
                 measure=measure,
                 cache_dir=caches.enter_context(tempfile.TemporaryDirectory(prefix=_PREFIX)),
-            )  # fmt: skip
+            )
             for r in finalists
         ]
         cold = []

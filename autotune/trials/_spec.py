@@ -21,7 +21,7 @@ FAILURE_KINDS = (
 
 # Finalists and verify time until the median speedup is known within +-2% (95% confidence).
 DEFAULT_PRECISION = 0.02
-# Rounds are at least 4 ms on a CPU (two 2 ms samples): ten seconds of them fit.
+# A round is two samples, at least 4 ms on a CPU and 2 ms on CUDA: 10 s of them fit.
 _PRECISE_MAX_ROUNDS = 5000
 
 
@@ -122,7 +122,9 @@ class TrialResult:
     def precision_note(self) -> str:
         """``"+-1.8% in 812 rounds"``: how well the median speedup is known, or ``""``."""
         precision = self.speedup_precision
-        return "" if precision is None else f"±{precision:.1%} in {self.rounds:,} rounds"
+        if precision is None:
+            return ""
+        return f"±{precision:.1%}" + (f" in {self.rounds:,} rounds" if self.rounds else "")
 
     @classmethod
     def failed(cls, kind: str, error: str, **fields: Any) -> TrialResult:
