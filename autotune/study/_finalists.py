@@ -26,7 +26,7 @@ from autotune.records import TrialRecord
 from autotune.study._objective import Objective
 from autotune.study._records import candidates, pooled_measurements
 from autotune.study._settings import StudySettings
-from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
+from autotune.trials import SubprocessRunner, TrialResult, TrialRunner
 
 _PREFIX = "autotune-finalist-"
 
@@ -99,20 +99,14 @@ def remeasure(
         f"re-measuring {len(finalists)} finalists in fresh processes: each cold, then each warm "
         "in reverse order"
     )
-    measure = settings.measure
-    if settings.finalist_precision is not None:
-        measure = measure.precise(settings.finalist_precision)
+    measure = settings.measure.precise(settings.finalist_precision)
     with contextlib.ExitStack() as caches:
         specs = [
-            TrialSpec(
-                model_path=settings.model_path,
-                device=settings.device,
-                config=r.config,
-                workload=settings.workload,
-                seed=settings.seed,
-                budget_s=settings.compile_budget_s,
-                measure=measure,
+            settings.trial_spec(
+                r.config,
                 cache_dir=caches.enter_context(tempfile.TemporaryDirectory(prefix=_PREFIX)),
+                relaxed_numerics=False,
+                measure=measure,
             )
             for r in finalists
         ]

@@ -222,15 +222,8 @@ class Search:
         )  # fmt: skip
 
     def _spec(self, config: CompileConfig | None) -> TrialSpec:
-        s = self.settings
-        return TrialSpec(
-            model_path=s.model_path,
-            device=s.device,
-            config=config.to_dict() if config is not None else None,
-            workload=s.workload,
-            seed=s.seed,
-            budget_s=s.compile_budget_s,
-            measure=s.measure,
+        return self.settings.trial_spec(
+            config.to_dict() if config is not None else None,
             cache_dir=self.request.cache_dir,
             relaxed_numerics=config is not None and self.space.relaxes_numerics(config),
         )

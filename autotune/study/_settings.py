@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.errors import UsageError
-from autotune.trials import MeasureSettings
+from autotune.trials import MeasureSettings, TrialSpec
 from autotune.trials._spec import DEFAULT_PRECISION
 
 # A resumed study must agree on these; the others may change between runs.
@@ -41,6 +41,28 @@ class StudySettings:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def trial_spec(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        cache_dir: str | None,
+        relaxed_numerics: bool,
+        measure: MeasureSettings | None = None,
+    ) -> TrialSpec:
+        """One trial of this study: ``config`` (None: eager) in ``cache_dir``, held to the
+        looser gate when ``relaxed_numerics``, timed by ``measure`` (default: the study's)."""
+        return TrialSpec(
+            model_path=self.model_path,
+            device=self.device,
+            config=config,
+            workload=self.workload,
+            seed=self.seed,
+            budget_s=self.compile_budget_s,
+            measure=measure or self.measure,
+            cache_dir=cache_dir,
+            relaxed_numerics=relaxed_numerics,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StudySettings:

@@ -36,10 +36,12 @@ class MeasureSettings:
     precision: float | None = None  # time on until the median speedup is known within +-this
     max_seconds: float | None = None  # with precision: rounds stop here at the latest
 
-    def precise(self, precision: float) -> MeasureSettings:
+    def precise(self, precision: float | None) -> MeasureSettings:
         """These settings, timing on past ``target_seconds`` until the 95% confidence interval
         of the median speedup is within ``+-precision`` (relative), for at most five times as
-        long: how finalists and ``autotune verify`` time."""
+        long: how finalists and ``autotune verify`` time. ``None``: these settings as they are."""
+        if precision is None:
+            return self
         return dataclasses.replace(
             self,
             precision=precision,

@@ -69,15 +69,10 @@ def verify(
         workload=str(best.workload.get("kind") or "infer"),
         seed=seed,
         budget_s=budget_s,
-        measure=_settings(measure_seconds, precision),
+        measure=MeasureSettings(target_seconds=measure_seconds).precise(precision),
     )
     rounds = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
     return build_report(best, device, rounds, tolerance)
-
-
-def _settings(measure_seconds: float, precision: float | None) -> MeasureSettings:
-    settings = MeasureSettings(target_seconds=measure_seconds)
-    return settings if precision is None else settings.precise(precision)
 
 
 def plan_measurements(
