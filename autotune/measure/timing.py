@@ -37,6 +37,9 @@ Fn = Callable[[], object]
 _MIN_SAMPLE_SECONDS = {"cpu": 2e-3, "cuda": 1e-3}
 # Aim this far above the minimum: sample lengths scatter by ~20% on a busy machine.
 _CALIBRATION_MARGIN = 1.5
+# Accept a calibration only this far above the minimum: a sample that barely cleared it in a
+# slow moment leaves the timed samples below it once the machine is quick again.
+_ACCEPT_MARGIN = 1.2
 # A calibration sample this many times the minimum is long enough to trust without a repeat.
 _TRUSTED_SAMPLE_FACTOR = 10
 _MAX_CALLS_PER_SAMPLE = 1 << 20
@@ -308,7 +311,7 @@ def _calibrate(
         _check_deadline(deadline, "calibration")
         samples = [_short_sample(timer, fn, calls, min_sample) for fn in fns]
         shortest = min(samples)
-        if shortest >= min_sample or calls >= _MAX_CALLS_PER_SAMPLE:
+        if shortest >= min_sample * _ACCEPT_MARGIN or calls >= _MAX_CALLS_PER_SAMPLE:
             return calls, sum(samples)
         growth = min_sample * _CALIBRATION_MARGIN / shortest if shortest > 0 else 100.0
         calls = min(_MAX_CALLS_PER_SAMPLE, max(2 * calls, math.ceil(calls * growth)))
