@@ -60,6 +60,11 @@ class TrialRecord:
     result: dict[str, Any] = dataclasses.field(default_factory=dict)
     created_at: datetime | None = None
 
+    @property
+    def relaxed_numerics(self) -> bool:
+        """Whether the trial was held to the looser gate of --allow-numerics-changes."""
+        return bool((self.result.get("accuracy") or {}).get("relaxed"))
+
     def __post_init__(self) -> None:
         _check_choice("status", self.status, STATUSES)
         if self.baseline is not None:

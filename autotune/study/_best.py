@@ -178,7 +178,7 @@ def _file(
             "objective": settings.objective,
             "calls": settings.calls,
             # the config was held to the looser gate of --allow-numerics-changes
-            "relaxed_numerics": bool((result.get("accuracy") or {}).get("relaxed")),
+            "relaxed_numerics": record is not None and record.relaxed_numerics,
         },
         source={
             "study": study,

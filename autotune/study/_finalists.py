@@ -105,7 +105,9 @@ def remeasure(
             settings.trial_spec(
                 r.config,
                 cache_dir=caches.enter_context(tempfile.TemporaryDirectory(prefix=_PREFIX)),
-                relaxed_numerics=False,
+                # the gate the search held this config to: a config found under
+                # --allow-numerics-changes is not failed now for the drift it was allowed
+                relaxed_numerics=r.relaxed_numerics,
                 measure=measure,
             )
             for r in finalists

@@ -30,12 +30,14 @@ class OrderRunner:
         self.runs: list[tuple[str, bool]] = []
         self.fail = fail
         self.precision: set[float | None] = set()
+        self.relaxed: dict[str, bool] = {}
 
     def run(self, spec: TrialSpec) -> TrialResult:
         assert spec.config is not None and spec.cache_dir is not None
         mode = spec.config["mode"]
         cold = not os.listdir(spec.cache_dir)
         self.precision.add(spec.measure.precision)
+        self.relaxed[mode] = spec.relaxed_numerics
         self.runs.append((mode, cold))
         if mode in self.fail:
             return TrialResult.failed("timeout", "compile budget spent", error_tail="")
@@ -93,3 +95,10 @@ def test_precise_settings_time_longer_and_old_settings_still_load():
     stored = {"warmup": 3, "min_rounds": 10, "max_rounds": 200, "target_seconds": 2.0}
     assert TrialSpec.from_dict({"model_path": "m.py", "device": "cpu", "config": None,
                                 "measure": stored}).measure.precision is None  # fmt: skip
+
+
+def test_finalists_are_held_to_the_gate_their_search_trial_was_held_to():
+    runner = OrderRunner()
+    loose = replace(searched(3), result={"accuracy": {"relaxed": True}})
+    remeasure([loose, searched(1, baseline="default")], SETTINGS, runner=runner)
+    assert runner.relaxed == {"m3": True, "m1": False}
