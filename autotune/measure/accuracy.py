@@ -1,5 +1,13 @@
 """Correctness gate: does the compiled function compute what eager computes?
 
+Outputs are flattened with torch's pytree: tuples, lists, dicts, namedtuples,
+``torch.return_types`` and every registered type (a ``ModelOutput`` of transformers, say). The
+two structures must agree node for node (types, keys in their order, lengths), then the leaves
+are compared in order. Dataclasses and plain objects (state in ``__dict__``, no ``__eq__`` of
+their own, not callable) that pytree sees as leaves are walked field by field or attribute by
+attribute: a ``DynamicCache`` of transformers, not registered with pytree, is compared by its
+key/value tensors. Other leaves are compared with ``==``.
+
 An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (the rule of
 ``torch.isclose``), with ``(rtol, atol)`` by dtype:
 
@@ -29,10 +37,11 @@ import copy
 import dataclasses
 import json
 import math
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float64: (1e-7, 1e-7),
@@ -61,12 +70,15 @@ class AccuracyReport:
         max_rel_diff: Largest ``|actual - expected| / |expected|`` over the same elements.
         detail: Empty when ``ok``; otherwise one line naming the first failing leaf by its path
             (like ``out[0]["logits"]``) and what failed.
+        tensors: How many tensor pairs were compared element by element: evidence of what the
+            gate saw (a KV cache of 2 layers adds 4).
     """
 
     ok: bool
     max_abs_diff: float
     max_rel_diff: float
     detail: str
+    tensors: int = 0
 
 
 def tolerance_for(dtype: torch.dtype, *, relaxed: bool = False) -> tuple[float, float]:
@@ -86,11 +98,10 @@ def tolerance_for(dtype: torch.dtype, *, relaxed: bool = False) -> tuple[float, 
 def compare_outputs(expected: Any, actual: Any, *, relaxed: bool = False) -> AccuracyReport:
     """Compare the output of a compiled function with the eager one.
 
-    Walks nested tuples, lists, dicts (``ModelOutput`` of transformers included), dataclasses,
-    tensors and Python scalars, and other objects attribute by attribute unless their class
-    defines ``__eq__`` (a ``DynamicCache`` of transformers compares by its key/value tensors).
-    Tensors must agree in shape, dtype and device; their values are compared on CPU in float64
-    (complex128) with :data:`TOLERANCES`.
+    Both outputs are flattened with torch's pytree; their structures must agree, then the leaves
+    are compared pairwise (see the module docstring for what is walked). Tensors must agree in
+    shape, dtype and device; their values are compared on CPU in float64 (complex128) with
+    :data:`TOLERANCES`.
 
     Args:
         expected: The eager output.
@@ -104,23 +115,28 @@ def compare_outputs(expected: Any, actual: Any, *, relaxed: bool = False) -> Acc
     """
     walk = _Walk(relaxed)
     walk.compare(expected, actual, "out")
-    return AccuracyReport(not walk.failure, walk.max_abs, walk.max_rel, walk.failure)
+    return AccuracyReport(not walk.failure, walk.max_abs, walk.max_rel, walk.failure, walk.tensors)
 
 
 def clone_outputs(obj: Any) -> Any:
-    """Return ``obj`` with every tensor leaf detached and cloned, containers rebuilt."""
+    """Return ``obj`` with every tensor leaf detached and cloned, containers rebuilt.
+
+    Pytree nodes are rebuilt by their registered unflatten; dataclasses and plain objects (a
+    ``DynamicCache``) are copied with their fields or attributes cloned.
+    """
+    return pytree.tree_map(_clone_leaf, obj)
+
+
+def _clone_leaf(obj: Any) -> Any:
     if isinstance(obj, torch.Tensor):
         return obj.detach().clone()
-    if isinstance(obj, MutableMapping):
+    if isinstance(obj, MutableMapping):  # a subclass pytree does not know
         cloned = copy.copy(obj)
         for key, value in obj.items():
-            # Item assignment also sets the attribute of a ModelOutput.
             cloned[key] = clone_outputs(value)
         return cloned
-    if isinstance(obj, list):
-        return type(obj)(clone_outputs(item) for item in obj)
-    if isinstance(obj, tuple):
-        return _rebuild_tuple(obj, [clone_outputs(item) for item in obj])
+    if isinstance(obj, (list, tuple)):  # subclasses, and structseqs outside torch.return_types
+        return type(obj)([clone_outputs(item) for item in obj])
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         changes = {f.name: clone_outputs(getattr(obj, f.name)) for f in _init_fields(obj)}
         return dataclasses.replace(obj, **changes)
@@ -131,12 +147,8 @@ def clone_outputs(obj: Any) -> Any:
     return obj
 
 
-def _rebuild_tuple(original: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
-    if type(original) is tuple:
-        return tuple(items)
-    if hasattr(original, "_make"):  # namedtuple
-        return original._make(items)
-    return type(original)(items)  # torch.return_types and other structseqs
+def _fields(obj: Any) -> dict[str, Any]:
+    return {field.name: getattr(obj, field.name) for field in dataclasses.fields(obj)}
 
 
 def _init_fields(obj: Any) -> list[dataclasses.Field[Any]]:
@@ -158,6 +170,7 @@ class _Walk:
         self.relaxed = relaxed
         self.max_abs = 0.0
         self.max_rel = 0.0
+        self.tensors = 0
         self.failure = ""
 
     def fail(self, path: str, message: str) -> None:
@@ -165,18 +178,28 @@ class _Walk:
             self.failure = f"{path}: {message}"
 
     def compare(self, expected: Any, actual: Any, path: str) -> None:
+        expected_leaves, expected_spec = _flatten(expected)
+        actual_leaves, actual_spec = _flatten(actual)
+        if expected_spec != actual_spec:
+            where, message = _structure_difference(expected, actual)
+            self.fail(path + where, message)
+            return
+        for (where, left), (_, right) in zip(expected_leaves, actual_leaves, strict=True):
+            self.leaf(left, right, path + where)
+
+    def leaf(self, expected: Any, actual: Any, path: str) -> None:
+        """Compares two pytree leaves; a dataclass, plain object, or mapping or sequence of a
+        type pytree does not know, is walked in turn."""
         if isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor):
             self.tensor(expected, actual, path)
         elif type(expected) is not type(actual):
             self.fail(path, f"type differs: expected {_type(expected)}, got {_type(actual)}")
-        elif isinstance(expected, Mapping):
+        elif isinstance(expected, Mapping):  # a subclass pytree does not know
             self.mapping(expected, actual, path)
         elif isinstance(expected, (list, tuple)):
             self.sequence(expected, actual, path)
         elif dataclasses.is_dataclass(expected) and not isinstance(expected, type):
-            for field in dataclasses.fields(expected):
-                name = field.name
-                self.compare(getattr(expected, name), getattr(actual, name), f"{path}.{name}")
+            self.mapping(_fields(expected), _fields(actual), path, attributes=True)
         elif isinstance(expected, (float, complex)):
             self.scalar(expected, actual, path)
         elif _plain_object(expected):
@@ -203,8 +226,7 @@ class _Walk:
 
     def sequence(self, expected: Any, actual: Any, path: str) -> None:
         if len(expected) != len(actual):
-            message = f"expected {len(expected)}, got {len(actual)}"
-            self.fail(path, f"length of {_type(expected)} differs: {message}")
+            self.fail(path, _length_differs(expected, len(expected), len(actual)))
             return
         for index, (left, right) in enumerate(zip(expected, actual, strict=True)):
             self.compare(left, right, f"{path}[{index}]")
@@ -228,6 +250,7 @@ class _Walk:
         if mismatch:
             self.fail(path, mismatch)
             return
+        self.tensors += 1
         rtol, atol = tolerance_for(expected.dtype, relaxed=self.relaxed)
         tally = _tally(expected, actual, rtol, atol)
         self.record(tally)
@@ -303,6 +326,74 @@ def _tensor_failure(
         f"{rule} at {tally.bad} of {expected.numel()} elements: max abs diff "
         f"{tally.max_abs:.3g}, max rel diff {tally.max_rel:.3g}; first at {index}: "
         f"expected {want!r}, got {got!r}"
+    )
+
+
+def _structure_difference(expected: Any, actual: Any) -> tuple[str, str]:
+    """The path below the root, and what differs, of the first node where the pytree
+    structures of two outputs differ."""
+    if type(expected) is not type(actual):
+        return "", f"type differs: expected {_type(expected)}, got {_type(actual)}"
+    expected_children, expected_spec = _children(expected)
+    actual_children, actual_spec = _children(actual)
+    message = _node_difference(expected, actual, expected_spec, actual_spec)
+    if message:
+        return "", message
+    for (here, left), (_, right) in zip(expected_children, actual_children, strict=True):
+        if pytree.tree_structure(left) != pytree.tree_structure(right):
+            where, message = _structure_difference(left, right)
+            return here + where, message
+    return "", (
+        f"{_type(expected)} differs in its pytree context: expected "
+        f"{expected_spec.context!r}, got {actual_spec.context!r}"
+    )
+
+
+def _children(node: Any) -> tuple[list[tuple[str, Any]], pytree.TreeSpec]:
+    """Flattens one level: every node below ``node`` counts as a leaf."""
+    return _flatten(node, is_leaf=lambda child: child is not node)
+
+
+def _flatten(
+    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+) -> tuple[list[tuple[str, Any]], pytree.TreeSpec]:
+    """The leaves of ``tree`` with their paths (``["logits"][0]``), and its structure. A type
+    registered without key paths (no ``flatten_with_keys_fn``) still compares, its leaves
+    named by position."""
+    try:
+        leaves, spec = pytree.tree_flatten_with_path(tree, is_leaf=is_leaf)
+    except ValueError:
+        plain, spec = pytree.tree_flatten(tree, is_leaf=is_leaf)
+        return [(f".<leaf {i}>", leaf) for i, leaf in enumerate(plain)], spec
+    return [(_keystr(keys), leaf) for keys, leaf in leaves], spec
+
+
+def _node_difference(
+    expected: Any, actual: Any, expected_spec: pytree.TreeSpec, actual_spec: pytree.TreeSpec
+) -> str:
+    """Keys or lengths that differ at this node; empty when they agree."""
+    if isinstance(expected, Mapping):
+        keys, other = list(expected), list(actual)
+        missing = [key for key in keys if key not in other]
+        unexpected = [key for key in other if key not in keys]
+        if missing or unexpected:
+            return f"keys differ: missing {missing}, unexpected {unexpected}"
+        if keys != other:
+            return f"key order differs: expected {keys}, got {other}"
+    if expected_spec.num_children != actual_spec.num_children:
+        return _length_differs(expected, expected_spec.num_children, actual_spec.num_children)
+    return ""
+
+
+def _length_differs(expected: Any, expected_length: int, actual_length: int) -> str:
+    lengths = f"expected {expected_length}, got {actual_length}"
+    return f"length of {_type(expected)} differs: {lengths}"
+
+
+def _keystr(keys: pytree.KeyPath) -> str:
+    """Like ``pytree.keystr``, with string keys in double quotes: ``["logits"][0].keys``."""
+    return "".join(
+        f"[{_key(key.key)}]" if isinstance(key, pytree.MappingKey) else str(key) for key in keys
     )
 
 

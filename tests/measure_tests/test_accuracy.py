@@ -3,10 +3,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import namedtuple
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 from transformers.modeling_outputs import BaseModelOutput
 
 from autotune.measure import TOLERANCES, clone_outputs, compare_outputs, tolerance_for
@@ -231,36 +233,156 @@ def test_plain_objects_are_compared_by_their_attributes() -> None:
     assert cloned.keys.data_ptr() != keys.data_ptr() and cloned.step == 1
 
 
-def test_a_transformers_kv_cache_is_compared_by_its_tensors() -> None:
+@dataclasses.dataclass
+class Gpt2Run:
+    model: torch.nn.Module
+    input_ids: torch.Tensor
+    output: Any  # BaseModelOutputWithPastAndCrossAttentions holding a DynamicCache
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Gpt2Run:
+    """A tiny GPT-2 with use_cache left at its default (True): its output holds a KV cache."""
     from transformers import GPT2Config, GPT2Model
 
     torch.manual_seed(0)
-    config = GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=50, n_positions=16)
+    config = GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=64, vocab_size=100)
     model = GPT2Model(config).eval()
-    ids = torch.randint(0, 50, (1, 6))
+    input_ids = torch.randint(0, 100, (2, 16))  # [batch, seq]
     with torch.no_grad():
-        first, second = model(ids, use_cache=True), model(ids, use_cache=True)
-    assert compare_outputs(first, second).ok, compare_outputs(first, second).detail
-    cloned = clone_outputs(second)
-    assert compare_outputs(first, cloned).ok
-    for tensor in _tensors_of(second["past_key_values"]):
-        tensor.add_(1.0)
-        break
-    report = compare_outputs(first, second)
-    assert not report.ok and report.detail.startswith('out["past_key_values"]')
-    assert compare_outputs(first, cloned).ok  # the clone did not share the cache's tensors
+        return Gpt2Run(model, input_ids, model(input_ids=input_ids))
 
 
-def _tensors_of(obj: Any) -> list[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for item in obj for t in _tensors_of(item)]
-    if isinstance(obj, dict):
-        return [t for item in obj.values() for t in _tensors_of(item)]
-    if hasattr(obj, "__dict__"):
-        return _tensors_of(vars(obj))
-    return []
+def _run(gpt2: Gpt2Run, model: Any) -> Any:
+    with torch.no_grad():
+        return model(input_ids=gpt2.input_ids)
+
+
+# last_hidden_state, and the keys and values of each of the 2 layers of the cache
+GPT2_TENSORS = 1 + 2 * 2
+
+
+def test_gpt2_kv_cache_is_compared_tensor_by_tensor(gpt2: Gpt2Run) -> None:
+    report = compare_outputs(gpt2.output, _run(gpt2, gpt2.model))
+    assert report.ok, report.detail
+    assert report.tensors == GPT2_TENSORS
+    cloned = clone_outputs(gpt2.output)
+    assert compare_outputs(gpt2.output, cloned).tensors == GPT2_TENSORS
+    source_layer, cloned_layer = (
+        gpt2.output["past_key_values"].layers[0],
+        cloned.past_key_values.layers[0],
+    )
+    assert cloned_layer is not source_layer
+    assert cloned_layer.keys.data_ptr() != source_layer.keys.data_ptr()
+
+
+def test_a_perturbed_cache_key_fails_naming_its_path(gpt2: Gpt2Run) -> None:
+    actual = clone_outputs(gpt2.output)
+    actual["past_key_values"].layers[1].keys[0, 2, 3, 4] += 1.0
+    report = compare_outputs(gpt2.output, actual)
+    assert not report.ok
+    assert report.detail.startswith(
+        'out["past_key_values"].layers[1].keys: float32 outside tolerance'
+    )
+    assert "at 1 of 2048 elements" in report.detail and "first at [0, 2, 3, 4]" in report.detail
+    assert compare_outputs(gpt2.output, clone_outputs(gpt2.output)).ok  # the source untouched
+
+
+def test_a_cache_missing_a_layer_fails_structurally(gpt2: Gpt2Run) -> None:
+    actual = clone_outputs(gpt2.output)
+    actual["past_key_values"].layers.pop()
+    report = compare_outputs(gpt2.output, actual)
+    assert (
+        report.detail == 'out["past_key_values"].layers: length of list differs: expected 2, got 1'
+    )
+
+
+def test_compiled_gpt2_is_gated_on_its_cache(gpt2: Gpt2Run) -> None:
+    torch._dynamo.reset()
+    try:
+        compiled = _run(gpt2, torch.compile(gpt2.model, backend="aot_eager"))
+        report = compare_outputs(gpt2.output, clone_outputs(compiled))
+        assert report.ok, report.detail
+        assert report.tensors == GPT2_TENSORS
+        # A backend wrong only in the cache: its [B, H, S, D] outputs are the keys and values.
+        wrong = _run(gpt2, torch.compile(gpt2.model, backend=_shift_4d_outputs))
+    finally:
+        torch._dynamo.reset()
+    report = compare_outputs(gpt2.output, wrong)
+    assert report.detail.startswith('out["past_key_values"].layers[0].keys: float32 outside')
+    assert compare_outputs(gpt2.output["last_hidden_state"], wrong["last_hidden_state"]).ok
+
+
+def _shift_4d_outputs(
+    gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]
+) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        outputs = gm(*args)
+        return type(outputs)(o + 1e-2 if _is_4d(o) else o for o in outputs)
+
+    return run
+
+
+def _is_4d(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.dim() == 4
+
+
+class Slots:
+    """Registered with pytree, no __dict__, no __eq__: only its registration lets it be walked."""
+
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first, self.second = first, second
+
+
+pytree.register_pytree_node(
+    Slots,
+    lambda s: ([s.first, s.second], None),
+    lambda values, _: Slots(*values),
+    flatten_with_keys_fn=lambda s: (
+        [(pytree.GetAttrKey("first"), s.first), (pytree.GetAttrKey("second"), s.second)],
+        None,
+    ),
+)
+
+
+def test_types_registered_with_pytree_are_walked_by_their_keys() -> None:
+    expected = {"pair": Slots(torch.ones(2), [1.0, 2])}
+    cloned = clone_outputs(expected)
+    assert type(cloned["pair"]) is Slots
+    assert cloned["pair"].first.data_ptr() != expected["pair"].first.data_ptr()
+    assert compare_outputs(expected, cloned).ok
+    cloned["pair"].second[1] = 3
+    report = compare_outputs(expected, cloned)
+    assert report.detail == 'out["pair"].second[1]: int differs: expected 2, got 3'
+
+
+class Keyless(Slots):
+    """Registered with pytree without key paths (no flatten_with_keys_fn), as older libraries
+    register their types."""
+
+
+pytree.register_pytree_node(
+    Keyless, lambda s: ([s.first, s.second], None), lambda values, _: Keyless(*values)
+)
+
+
+def test_types_registered_without_key_paths_are_compared_by_position() -> None:
+    expected = {"pair": Keyless(torch.ones(2), 1.0)}
+    assert compare_outputs(expected, clone_outputs(expected)).ok
+    report = compare_outputs(expected, {"pair": Keyless(torch.ones(2) * 2, 1.0)})
+    assert not report.ok and report.detail.startswith("out.<leaf 0>: float32 outside tolerance")
+
+
+def test_structure_is_checked_before_leaves_and_names_the_node() -> None:
+    Pair = namedtuple("Pair", ["left", "right"])
+    expected = [torch.zeros(1), Pair(1, {"a": [1, 2]})]
+    actual = [torch.ones(1), Pair(1, {"a": [1, 2, 3]})]
+    report = compare_outputs(expected, actual)
+    assert report.detail == 'out[1].right["a"]: length of list differs: expected 2, got 3'
+    ordered = compare_outputs({"a": 1, "b": 2}, {"b": 2, "a": 1})
+    assert ordered.detail == "out: key order differs: expected ['a', 'b'], got ['b', 'a']"
 
 
 def test_float_dtype_without_tolerance_is_an_error() -> None:
