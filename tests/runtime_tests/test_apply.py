@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import functools
+import inspect
+import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from torch._dynamo.backends import registry
 from torch._dynamo.eval_frame import OptimizedModule
 from torch._dynamo.utils import counters
 
@@ -59,9 +63,38 @@ class Net(torch.nn.Module):
         return self.heads["cls"](x)
 
 
+# Dynamo settings the recording backend reports, as each compiling thread sees them.
+_WATCHED = ("capture_scalar_outputs", "automatic_dynamic_shapes", "recompile_limit")
+_PER_THREAD = apply_module._config_is_per_thread()
+_COMPILE_PARAMETERS = frozenset(inspect.signature(torch.compile).parameters)
+
+
+@torch.compiler.disable
+def _run_eagerly(step: Callable[[], object]) -> None:
+    step()
+
+
+class Gate(torch.nn.Module):
+    """``x + 1``, then ``step()`` run eagerly, then ``x * 2``.
+
+    The eager step is a graph break: the first call compiles one graph before it and one after
+    it, and ``step`` runs outside Dynamo's compile lock, inside the call.
+    """
+
+    def __init__(self, step: Callable[[], object]) -> None:
+        super().__init__()
+        self.step = step
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 1
+        _run_eagerly(self.step)
+        return x * 2
+
+
 @pytest.fixture(autouse=True)
 def _fresh_dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(apply_module, "_WARNED", set())
+    monkeypatch.setattr(apply_module, "_SERIAL_WARNED", threading.Event())
     torch._dynamo.reset()
     counters.clear()
     yield
@@ -86,6 +119,48 @@ def _probe(model: torch.nn.Module, path: str = "layers.0.probe") -> Probe:
 
 def _x(batch: int = 4) -> torch.Tensor:
     return torch.randn(batch, 8, generator=torch.Generator().manual_seed(1))
+
+
+def _in_threads(calls: dict[str, Callable[[], object]]) -> dict[str, object]:
+    """Runs each call in its own thread, named after its key; their results, by key."""
+    results: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def run(name: str) -> None:
+        try:
+            results[name] = calls[name]()
+        except BaseException as error:  # re-raised in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(name,), name=name) for name in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    if errors:
+        raise errors[0]
+    assert not any(thread.is_alive() for thread in threads)
+    return results
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, object]]]:
+    """Registers the backend ``"autotune_test_recorder"``, which records the compiling thread
+    and the ``_WATCHED`` settings it sees for every graph, then runs the graph as it is."""
+    seen: list[tuple[str, dict[str, object]]] = []
+    # Registered into copies of the registry, restored afterwards. The built-in backends are
+    # loaded into the real one first: torch loads them once, lazily.
+    torch._dynamo.list_backends()
+    monkeypatch.setattr(registry, "_BACKENDS", dict(registry._BACKENDS))
+    monkeypatch.setattr(registry, "_COMPILER_FNS", dict(registry._COMPILER_FNS))
+
+    def recorder(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]) -> Callable:
+        settings = {key: getattr(torch._dynamo.config, key) for key in _WATCHED}
+        seen.append((threading.current_thread().name, settings))
+        return gm.forward
+
+    torch._dynamo.register_backend(recorder, name="autotune_test_recorder")
+    return seen
 
 
 def _compile_best(model: torch.nn.Module, **overrides: object) -> BestConfig:
@@ -285,3 +360,160 @@ def test_inductor_compile_with_options_and_dynamo_settings() -> None:
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), expected, rtol=1e-4, atol=1e-5)
     assert metrics.generated_kernel_count > 0
+
+
+@pytest.mark.skipif(not _PER_THREAD, reason="this torch keeps Dynamo config process-wide")
+def test_two_tuned_models_in_two_threads_compile_with_their_own_settings(
+    recorded: list[tuple[str, dict[str, object]]],
+) -> None:
+    meet = threading.Barrier(2, timeout=60)
+    dynamo = {
+        "a": {"capture_scalar_outputs": True, "recompile_limit": 3},
+        "b": {"automatic_dynamic_shapes": False, "recompile_limit": 5},
+    }
+    models = {
+        name: autotune.apply(
+            Gate(meet.wait),
+            # dynamic=None: dynamic=False would patch automatic_dynamic_shapes itself.
+            CompileConfig(backend="autotune_test_recorder", dynamic=None, dynamo=settings),
+        )
+        for name, settings in dynamo.items()
+    }
+    # Both models run Gate.forward, whose code object holds Dynamo's graphs: distinct shapes
+    # keep one model from reusing the other's graph instead of compiling its own.
+    inputs = {"a": _x(2), "b": _x(3)}
+    outputs = _in_threads({name: functools.partial(models[name], inputs[name]) for name in models})
+
+    for name, x in inputs.items():
+        torch.testing.assert_close(outputs[name], (x + 1) * 2)
+    expected = {
+        "a": {
+            "capture_scalar_outputs": True,
+            "automatic_dynamic_shapes": True,
+            "recompile_limit": 3,
+        },
+        "b": {
+            "capture_scalar_outputs": False,
+            "automatic_dynamic_shapes": False,
+            "recompile_limit": 5,
+        },
+    }
+    # Two graphs each; the second compiled after the barrier, while both calls were running.
+    by_thread = {name: [seen for thread, seen in recorded if thread == name] for name in models}
+    assert by_thread == {name: [expected[name]] * 2 for name in models}
+    assert not torch._dynamo.config.capture_scalar_outputs  # the test's thread: untouched
+
+
+@pytest.mark.parametrize("as_argument", [True, False], ids=["compile-argument", "patched"])
+def test_recompile_limit_reaches_the_compile(
+    monkeypatch: pytest.MonkeyPatch, as_argument: bool
+) -> None:
+    if as_argument and "recompile_limit" not in _COMPILE_PARAMETERS:
+        pytest.skip(f"torch.compile of torch {torch.__version__} takes no recompile_limit")
+    if not as_argument:  # what torch < 2.12 offers
+        parameters = _COMPILE_PARAMETERS - {"recompile_limit"}
+        monkeypatch.setattr(apply_module, "_compile_parameters", lambda: parameters)
+    compile_kwargs: list[dict[str, object]] = []
+    real_compile = torch.compile
+
+    @functools.wraps(real_compile)
+    def spy(*args: object, **kwargs: object) -> object:
+        compile_kwargs.append(kwargs)
+        return real_compile(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(torch, "compile", spy)
+    patched: list[dict[str, object]] = []
+    real_patch = apply_module._patch_around_calls
+
+    def patch_spy(compiled: torch.nn.Module, settings: dict[str, object]) -> None:
+        patched.append(settings)
+        real_patch(compiled, settings)
+
+    monkeypatch.setattr(apply_module, "_patch_around_calls", patch_spy)
+    default_limit = torch._dynamo.config.recompile_limit
+    config = CompileConfig(backend="eager", dynamic=False, dynamo={"recompile_limit": 2})
+    compiled = autotune.apply(_net(), config)
+    assert (compile_kwargs[0].get("recompile_limit") == 2) is as_argument
+    assert patched == ([] if as_argument else [{"recompile_limit": 2}])
+
+    shapes = [_x(batch) for batch in (1, 2, 3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # Called from a thread other than the applying one, as a server does.
+        outputs = _in_threads({"serve": lambda: [compiled(x) for x in shapes]})["serve"]
+    assert counters["stats"]["unique_graphs"] == 2  # the third shape fell back to eager
+    torch.testing.assert_close(outputs[2], _net()(shapes[2]))  # type: ignore[index]
+    assert torch._dynamo.config.recompile_limit == default_limit
+
+
+def test_settings_are_split_between_arguments_and_the_patch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        apply_module, "_compile_parameters", lambda: frozenset({"recompile_limit"})
+    )
+    split = apply_module._split_dynamo
+    assert split({"cache_size_limit": 4, "capture_scalar_outputs": True}) == (
+        {"recompile_limit": 4},
+        {"capture_scalar_outputs": True},
+    )
+    assert split({"cache_size_limit": 4, "recompile_limit": 6}) == ({"recompile_limit": 6}, {})
+    monkeypatch.setattr(apply_module, "_compile_parameters", lambda: frozenset({"backend"}))
+    assert split({"recompile_limit": 6}) == ({}, {"recompile_limit": 6})
+
+
+def test_process_wide_config_runs_calls_one_at_a_time_and_warns_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(apply_module, "_config_is_per_thread", lambda: False)  # torch < 2.12
+    warn = apply_module._warn_serialized
+    a_inside, b_waits = threading.Event(), threading.Event()
+    events: list[str] = []
+
+    def warn_then_signal() -> None:  # called by b when a's call holds the lock
+        warn()
+        b_waits.set()
+
+    def a_step() -> None:
+        events.append("a in")
+        a_inside.set()
+        assert b_waits.wait(timeout=60)
+        events.append("a out")
+
+    monkeypatch.setattr(apply_module, "_warn_serialized", warn_then_signal)
+    b = autotune.apply(
+        Gate(lambda: events.append("b in")),
+        CompileConfig(backend="eager", dynamo={"automatic_dynamic_shapes": False}),
+    )
+    a = autotune.apply(
+        Gate(a_step), CompileConfig(backend="eager", dynamo={"capture_scalar_outputs": True})
+    )
+
+    def call_b_once_a_is_inside() -> object:
+        assert a_inside.wait(timeout=60)
+        return b(_x())
+
+    with pytest.warns(RuntimeWarning, match="process-wide, so calls of regions") as caught:
+        _in_threads({"a": lambda: a(_x()), "b": call_b_once_a_is_inside})
+        warn()  # already said: silent
+    assert events == ["a in", "a out", "b in"]
+    assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
+    assert f"torch {torch.__version__} keeps torch._dynamo.config" in str(caught[0].message)
+
+
+def test_per_thread_detection_matches_what_torch_does() -> None:
+    patched, read = threading.Event(), threading.Event()
+    default = torch._dynamo.config.capture_scalar_outputs
+
+    def patch_in_another_thread() -> None:
+        with torch._dynamo.config.patch(capture_scalar_outputs=not default):
+            patched.set()
+            assert read.wait(timeout=60)
+
+    thread = threading.Thread(target=patch_in_another_thread)
+    thread.start()
+    assert patched.wait(timeout=60)
+    seen_here = torch._dynamo.config.capture_scalar_outputs
+    read.set()
+    thread.join(timeout=60)
+    assert (seen_here == default) is apply_module._config_is_per_thread()
