@@ -57,7 +57,11 @@ def test_the_eager_baseline_steps_against_an_eager_copy(runner, model_file):
     result = runner.run(spec(model_file("tiny"), None))
     assert result.status == "ok", result.error_tail
     assert result.compile_time_s is None
-    assert 0.5 < result.speedup_vs_eager < 2.0
+    # How near 1 the ratio comes depends on the machine's load: only its form is asserted.
+    assert 0 < result.speedup_vs_eager_q1 <= result.speedup_vs_eager <= result.speedup_vs_eager_q3
+    assert result.latency_median_s > 0 and result.eager_latency_median_s > 0
+    assert FAST.min_rounds <= result.rounds <= FAST.max_rounds
+    assert result.accuracy["max_abs_diff"] == 0.0
 
 
 def test_dropout_passes_the_gate_because_every_step_is_seeded(runner, model_file):
