@@ -1,4 +1,5 @@
-"""The device a command runs on: the default, and the check that it exists here."""
+"""The device a command runs on: the default, and the check that it exists here. Every
+subcommand resolves its device through :func:`resolve_device`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,25 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def require(device: str, remedy: str, named: str | None = None) -> None:
-    """Refuses a CUDA device this torch cannot see (no CUDA, or no such index); ``named`` says
+def resolve_device(
+    given: str | None,
+    *,
+    fallback: str | None = None,
+    remedy: str,
+    named: str | None = None,
+    require_cuda: bool = True,
+) -> str:
+    """The device to use: ``given``, else ``fallback`` (e.g. a file's own device), else this
+    machine's default. A CUDA device this torch cannot see is refused with ``remedy``, unless
+    ``require_cuda`` is False (checking a space file for CUDA needs no GPU); ``named`` says
     where the device came from (default: ``--device DEVICE``)."""
+    device = given or fallback or default_device()
+    if require_cuda:
+        _require(device, remedy, named or (None if given else f"The device {device}"))
+    return device
+
+
+def _require(device: str, remedy: str, named: str | None) -> None:
     if not device.startswith("cuda"):
         return
     import torch

@@ -6,7 +6,8 @@ A model file is a Python file that defines:
 - ``get_model(device: str) -> torch.nn.Module`` (required);
 - ``get_inputs(device: str)`` (required): a tuple of positional arguments for one call, or a dict
   of keyword arguments; a list of such tuples/dicts is a *shape distribution* and every trial
-  runs all of them;
+  runs all of them. ``get_inputs(device, batch_size=N)`` may take the batch size as a second
+  argument: ``--objective throughput --batch-sizes 1,8,32`` then searches it;
 - ``loss_fn(output, inputs) -> Tensor`` (optional, training only): the loss of one step;
   default :func:`default_loss`;
 - ``get_optimizer(model) -> torch.optim.Optimizer`` (optional, training only): default
@@ -20,6 +21,7 @@ broken contract as the failure kind ``model_error``.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -61,6 +63,14 @@ class Call:
 def load_model_file(path: str | Path) -> ModuleType:
     """Imports a model file and checks that it defines the required functions."""
     file = Path(path).resolve()
+    if file.is_dir():
+        examples = sorted(p.name for p in file.glob("*.py"))[:4]
+        found = f" (it holds {', '.join(examples)})" if examples else ""
+        raise WorkloadError(
+            f"The model file {str(path)!r} is a directory{found}, but a model is one Python "
+            "file: pass the path of a .py file that defines get_model(device) and "
+            "get_inputs(device)."
+        )
     if not file.is_file():
         raise WorkloadError(
             f"The model file {str(path)!r} does not exist (looked for {file}). "
@@ -104,9 +114,14 @@ def build_model(module: ModuleType, device: str) -> Any:
     return model
 
 
-def build_calls(module: ModuleType, device: str) -> list[Call]:
-    """Calls ``get_inputs(device)`` and normalizes it to a list of calls."""
-    value = _call(module, "get_inputs", device)
+def build_calls(module: ModuleType, device: str, batch_size: int | None = None) -> list[Call]:
+    """Calls ``get_inputs(device)`` (``get_inputs(device, batch_size)`` when a batch size is
+    given) and normalizes it to a list of calls."""
+    if batch_size is not None:
+        require_batch_size(module)
+        value = _call(module, "get_inputs", device, batch_size)
+    else:
+        value = _call(module, "get_inputs", device)
     items = value if isinstance(value, list) else [value]
     if not items:
         raise WorkloadError(
@@ -225,12 +240,36 @@ def _to_call(module: ModuleType, item: Any, index: int) -> Call:
     )
 
 
-def _call(module: ModuleType, fn: str, device: str) -> Any:
+def takes_batch_size(module: ModuleType) -> bool:
+    """Whether the file's ``get_inputs`` takes a second argument, the batch size."""
     try:
-        return getattr(module, fn)(device)
+        signature = inspect.signature(module.get_inputs)
+    except (TypeError, ValueError):
+        return False
+    try:
+        signature.bind("cpu", 1)
+    except TypeError:
+        return False
+    return True
+
+
+def require_batch_size(module: ModuleType) -> None:
+    """Refuses a model file whose ``get_inputs`` cannot be asked for a batch size."""
+    if not takes_batch_size(module):
+        raise WorkloadError(
+            f"get_inputs in {module.__file__} takes no batch size, but --batch-sizes searches "
+            "it: define get_inputs(device, batch_size=8) -> the inputs of one call with that "
+            "many samples (the default is what a study without --batch-sizes measures)."
+        )
+
+
+def _call(module: ModuleType, fn: str, device: str, *more: Any) -> Any:
+    shown = ", ".join(repr(a) for a in (device, *more))
+    try:
+        return getattr(module, fn)(device, *more)
     except Exception as exc:
         raise WorkloadError(
-            f"{fn}({device!r}) in {module.__file__} raised {_one_line(exc)}. Fix the model file "
+            f"{fn}({shown}) in {module.__file__} raised {_one_line(exc)}. Fix the model file "
             "(run with --debug for the traceback)."
         ) from exc
 

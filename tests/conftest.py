@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import postgres
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -30,3 +32,12 @@ def _isolated_kernel_cache(tmp_path_factory, monkeypatch):
     """Trials of the test run share one kernel cache, never the user's."""
     cache = tmp_path_factory.getbasetemp() / "xdg-cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A storage URL to an empty PostgreSQL schema of its own (see tests/postgres.py)."""
+    if not postgres.URL:
+        pytest.skip("AUTOTUNE_TEST_POSTGRES_URL is not set")
+    with postgres.fresh_schema() as url:
+        yield url

@@ -8,7 +8,8 @@ Example:
 
 from __future__ import annotations
 
-from autotune.records._engine import StorageError, redact_url
+from autotune.records._engine import StorageError, engine_options, redact_url
+from autotune.records._finalists import FinalistRound
 from autotune.records._record import FAILURE_KINDS, TrialRecord
 from autotune.records.export import export_parquet
 from autotune.records.store import RecordStore
@@ -16,11 +17,13 @@ from autotune.records.tables import SCHEMA_VERSION, TABLE_NAMES
 
 __all__ = [
     "FAILURE_KINDS",
+    "FinalistRound",
     "SCHEMA_VERSION",
     "TABLE_NAMES",
     "RecordStore",
     "StorageError",
     "TrialRecord",
+    "engine_options",
     "export_parquet",
     "redact_url",
 ]

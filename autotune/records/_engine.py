@@ -16,6 +16,7 @@ from autotune.errors import UsageError
 from autotune.records.tables import METADATA, SCHEMA_VERSION, TABLE_NAMES, meta_table
 
 _INIT_ATTEMPTS = 5
+POSTGRES_INSTALL = "pip install 'autotune[postgres]'"
 _SQLITE_TIMEOUT_S = 30.0
 
 
@@ -46,20 +47,24 @@ def open_engine(url: str) -> sa.Engine:
 def _create_engine(url: str) -> sa.Engine:
     try:
         parsed = make_url(url)
-        engine = sa.create_engine(parsed, **_engine_options(parsed))
+        engine = sa.create_engine(parsed, **engine_options(parsed))
     except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
         raise StorageError(
             f"Cannot open the records database {redact_url(url)}: {_reason(exc, url)} "
             "The storage URL must read dialect+driver://user:password@host:port/database, e.g. "
             "sqlite:///autotune.db or postgresql+psycopg://user:password@host:5432/db, and its "
-            "driver must be installed (pip install 'psycopg[binary]' for postgresql+psycopg)."
+            f"driver must be installed (for PostgreSQL: {POSTGRES_INSTALL})."
         ) from None
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_on_connect)
     return engine
 
 
-def _engine_options(url: URL) -> dict[str, Any]:
+def engine_options(url: str | URL) -> dict[str, Any]:
+    """Engine options for ``url``, for our engine and Optuna's alike: SQLite waits out other
+    writers; a server connection is checked before use (a restarted database) and gives up
+    connecting after 10 s."""
+    url = make_url(url)
     if url.get_backend_name() == "sqlite":
         return {"connect_args": {"timeout": _SQLITE_TIMEOUT_S}}
     options: dict[str, Any] = {"pool_pre_ping": True}

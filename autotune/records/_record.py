@@ -65,6 +65,20 @@ class TrialRecord:
         """Whether the trial was held to the looser gate of --allow-numerics-changes."""
         return bool((self.result.get("accuracy") or {}).get("relaxed"))
 
+    @property
+    def batch_size(self) -> int | None:
+        """The batch size the trial's inputs were built with (``--batch-sizes``), if any."""
+        value = self.result.get("batch_size")
+        return None if value is None else int(value)
+
+    def samples_per_s(self, speedup: float | None = None) -> float | None:
+        """Samples per second (calls per second without a batch size), from the trial's own
+        eager latency and ``speedup`` over it (default: its median speedup)."""
+        speedup = self.speedup_vs_eager if speedup is None else speedup
+        if not speedup or not self.eager_latency_median_s:
+            return None
+        return (self.batch_size or 1) * speedup / self.eager_latency_median_s
+
     def __post_init__(self) -> None:
         _check_choice("status", self.status, STATUSES)
         if self.baseline is not None:

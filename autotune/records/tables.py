@@ -6,7 +6,12 @@ Optuna's tables (``studies``, ``trials``, ``alembic_version``, ...).
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import sqlalchemy as sa
+
+from autotune.records._record import TrialRecord
 
 SCHEMA_VERSION = 1
 TABLE_PREFIX = "autotune_"
@@ -52,6 +57,35 @@ ENV_COLUMN_LENGTHS = {
     "python_version": 64,
 }
 
+# TrialRecord is the one definition of a trial's row: each of its plain fields is a column of
+# the SQL type its annotation names; these fields differ from the plain mapping.
+_TRIAL_COLUMN_TYPES: dict[str, Any] = {
+    "config_hash": sa.String(32),
+    "status": sa.String(16),
+    "baseline": sa.String(16),
+    "failure_kind": sa.String(32),
+    "peak_memory_bytes": sa.BigInteger,
+}
+_PLAIN_TYPES = {"int": sa.Integer, "float": sa.Float, "str": sa.Text}
+JSON_COLUMNS = {
+    "config": "config_json",
+    "environment": "environment_json",
+    "result": "result_json",
+}
+
+
+def _trial_columns() -> list[sa.Column[Any]]:
+    columns = []
+    for f in dataclasses.fields(TrialRecord):
+        if f.name in JSON_COLUMNS or f.name == "created_at":
+            continue
+        annotation = str(f.type)
+        optional = annotation.endswith(" | None")
+        kind = _TRIAL_COLUMN_TYPES.get(f.name, _PLAIN_TYPES[annotation.removesuffix(" | None")])
+        columns.append(sa.Column(f.name, kind, nullable=optional))
+    return columns
+
+
 trials_table = sa.Table(
     "autotune_trials",
     METADATA,
@@ -62,37 +96,50 @@ trials_table = sa.Table(
         sa.ForeignKey(studies_table.c.study_name, ondelete="CASCADE"),
         nullable=False,
     ),
-    sa.Column("trial_number", sa.Integer, nullable=False),
-    sa.Column("optuna_trial_id", sa.Integer),
-    sa.Column("baseline", sa.String(16)),
-    sa.Column("config_json", sa.Text, nullable=False),
-    sa.Column("config_hash", sa.String(32), nullable=False),
-    sa.Column("brief", sa.Text, nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("failure_kind", sa.String(32)),
-    sa.Column("error", sa.Text),
-    sa.Column("error_tail", sa.Text),
-    sa.Column("compile_time_s", sa.Float),
-    sa.Column("latency_median_s", sa.Float),
-    sa.Column("latency_iqr_s", sa.Float),
-    sa.Column("eager_latency_median_s", sa.Float),
-    sa.Column("speedup_vs_eager", sa.Float),
-    sa.Column("speedup_vs_eager_q1", sa.Float),
-    sa.Column("speedup_vs_eager_q3", sa.Float),
-    sa.Column("speedup_vs_default", sa.Float),
-    sa.Column("peak_memory_bytes", sa.BigInteger),
-    sa.Column("graphs", sa.Integer),
-    sa.Column("graph_breaks", sa.Integer),
-    sa.Column("recompiles", sa.Integer),
-    sa.Column("wall_time_s", sa.Float),
-    sa.Column("duplicate_of", sa.Integer),
+    *_trial_columns(),
     *(sa.Column(name, sa.String(length)) for name, length in ENV_COLUMN_LENGTHS.items()),
-    sa.Column("environment_json", sa.Text, nullable=False),
-    sa.Column("result_json", sa.Text, nullable=False),
+    *(sa.Column(column, sa.Text, nullable=False) for column in JSON_COLUMNS.values()),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     # Its index leads with study_name, so it also serves every per-study lookup.
     sa.UniqueConstraint("study_name", "trial_number"),
     sa.Index(None, "study_name", "config_hash"),
+)
+
+# Finalists: the best configs re-measured cold and warm in fresh processes before the winner is
+# chosen, kept so that a later run (or `autotune finalize`) decides from them again.
+finalist_rounds_table = sa.Table(
+    "autotune_finalist_rounds",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "study_name",
+        sa.String(512),
+        sa.ForeignKey(studies_table.c.study_name, ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("finalists_json", sa.Text, nullable=False),  # trial numbers, in the order run
+    sa.Column("state", sa.String(16), nullable=False),  # measuring | done
+    sa.Column("owner", sa.String(255), nullable=False),  # host:pid that measures them
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Index(None, "study_name"),
+)
+
+finalist_results_table = sa.Table(
+    "autotune_finalist_results",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "round_id",
+        sa.Integer,
+        sa.ForeignKey(finalist_rounds_table.c.id, ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("trial_number", sa.Integer, nullable=False),
+    sa.Column("run", sa.String(8), nullable=False),  # cold | warm
+    sa.Column("result_json", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.UniqueConstraint("round_id", "trial_number", "run"),
 )
 
 TABLE_NAMES = tuple(sorted(METADATA.tables))

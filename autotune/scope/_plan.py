@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from autotune._deadline import Deadline
 from autotune.scope._candidates import ScopePlan, build_plan
-from autotune.scope._child import analyze_model_file
+from autotune.scope._child import ScopeAnalysisError, analyze_model_file
 from autotune.scope._probe import PROBE_MEASURE, Prober, ProbeResult, probe_targets
 from autotune.trials import MeasureSettings, TrialRunner
 
@@ -22,6 +23,7 @@ def plan_scopes(
     cache_dir: str | None = None,
     workload: str = "infer",
     on_probe: Callable[[ProbeResult], None] = lambda result: None,
+    deadline: Deadline = Deadline(),  # noqa: B008 - frozen
 ) -> ScopePlan:
     """Analyzes a model file, probes each of its parts compiled alone, and plans the scopes.
 
@@ -43,20 +45,30 @@ def plan_scopes(
         workload: ``infer``, or ``train``: each probe then runs training steps, so a part
             whose backward fails to compile is caught by its probe too.
         on_probe: Called with each probe result as it comes (progress lines).
+        deadline: The command's timeout: no probe starts after it, and none runs past it.
 
     Returns:
         The plan: candidates, every probe result, and the module tree.
 
     Raises:
         ScopeAnalysisError: The model file or its eager run failed in the analysis process.
+        DeadlineReached: The deadline passed before every part was probed.
     """
-    tree = analyze_model_file(model_path, device, seed=seed, budget_s=budget_s)
+    deadline.check("before the scope analysis")
+    try:
+        tree = analyze_model_file(
+            model_path, device, seed=seed, budget_s=deadline.budget(budget_s)
+        )
+    except ScopeAnalysisError:
+        deadline.check("during the scope analysis")
+        raise
     prober = Prober(
         model_path, device, runner, backend, budget_s, seed, measure, cache_dir, workload
     )
     probes = []
     for target in probe_targets(tree):
-        result = prober.probe(target)
+        deadline.check("during the scope probes")
+        result = prober.probe(target, deadline)
         on_probe(result)
         probes.append(result)
     return build_plan(tree, probes, backend)

@@ -16,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from autotune._deadline import Deadline
 from autotune.runtime.config import CompileConfig, Scope
 from autotune.scope._tree import ModelTree
 from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
@@ -130,7 +131,7 @@ class Prober:
     cache_dir: str | None = None
     workload: str = "infer"  # "train": a probe runs training steps, backward included
 
-    def spec(self, path: str) -> TrialSpec:
+    def spec(self, path: str, budget_s: float | None = None) -> TrialSpec:
         """The trial that compiles ``path`` alone, the rest of the model staying eager."""
         config = CompileConfig(backend=self.backend, scope=Scope(compile=(path,)))
         return TrialSpec(
@@ -139,13 +140,19 @@ class Prober:
             config=config.to_dict(),
             workload=self.workload,
             seed=self.seed,
-            budget_s=self.budget_s,
+            budget_s=self.budget_s if budget_s is None else budget_s,
             measure=self.measure,
             cache_dir=self.cache_dir,
         )
 
-    def probe(self, target: ProbeTarget) -> ProbeResult:
-        return verdict(target, self.runner.run(self.spec(target.paths[0])))
+    def probe(self, target: ProbeTarget, deadline: Deadline = Deadline()) -> ProbeResult:  # noqa: B008
+        """Probes ``target``; a probe the deadline cut short says nothing of the part, so it
+        raises :class:`DeadlineReached` instead of a ``timeout`` verdict."""
+        budget = deadline.budget(self.budget_s)
+        result = self.runner.run(self.spec(target.paths[0], budget))
+        if result.failure_kind == "timeout" and budget < self.budget_s:
+            deadline.check("during the scope probes")
+        return verdict(target, result)
 
 
 def verdict(target: ProbeTarget, result: TrialResult) -> ProbeResult:

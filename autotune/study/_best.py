@@ -21,30 +21,30 @@ def best_config(
     study: str,
     storage: str,
     finalists: list[Finalist] | None = None,
-    warm_start: bool = False,
 ) -> BestConfig:
     """The file a study emits. Never a config slower than eager or one that changed outputs:
     a winner must be faster than eager in at least three of four paired rounds (q1 > 1), and
-    under the amortized objective it must also pay its compile time back within the calls.
+    under the amortized objective it must also pay its compile time back within the calls;
+    under throughput it must serve more samples per second than eager at its best batch size.
 
     With ``finalists`` (re-measured cold and warm in fresh processes), the choice is made on
     their measurements, and a winner whose gain over default torch.compile is within the noise
     gives way to the default compile."""
-    objective = Objective(settings.objective, settings.calls)
+    objective = Objective.of(settings)
     fresh = {f.searched.trial_number: f for f in finalists or [] if f.ok}
-    pool = finalist_records(finalists, warm_start) if finalists else candidates(records)
+    pool = finalist_records(finalists, settings.warm_start) if finalists else candidates(records)
     pool = [r for r in pool if objective.score(r) is not None]
     if not pool:
         return do_not_compile(records, settings, study, storage, why_none(records), None)
-    best = max(pool, key=lambda r: objective.score(r) or 0.0)
-    refused = refusal(best, objective, settings.calls)
+    ranked = sorted(pool, key=lambda r: objective.score(r) or 0.0, reverse=True)
+    best, refused = _first_shippable(ranked, objective, records)
     if refused is not None:
         return do_not_compile(records, settings, study, storage, refused, best)
-    chosen, note = against_default(best, pool, objective, settings.calls)
+    chosen, note = against_default(best, pool, objective, records)
     if chosen is None:
         return do_not_compile(records, settings, study, storage, note, best)
     reason = f"trial {chosen.trial_number} was the best correct configuration "
-    reason += f"({objective.describe()}): {spread(chosen)}{note}"
+    reason += f"({objective.describe()}): {spread(chosen, objective)}{note}"
     return emit(chosen, reason, objective, pool, records, settings, study, storage, fresh)
 
 
@@ -74,11 +74,34 @@ def emit(
     return made
 
 
-def refusal(best: TrialRecord, objective: Objective, calls: int | None) -> str | None:
+def _first_shippable(
+    ranked: list[TrialRecord], objective: Objective, records: list[TrialRecord]
+) -> tuple[TrialRecord, str | None]:
+    """The best-ranked record that may ship, or the one whose refusal says why none may.
+
+    Under latency and amortized a lower score is a lower speedup, so when the best is refused
+    every other one is too. Under throughput a config slower than eager at a large batch may
+    still ship at a small one: the next is tried until one beats eager at its own batch size;
+    then that one ships, or eager at its best batch size serves more than any."""
+    first: tuple[TrialRecord, str | None] | None = None
+    for r in ranked:
+        why = refusal(r, objective, records)
+        if why is None or objective.kind != "throughput":
+            return r, why
+        first = first or (r, why)
+        if (r.speedup_vs_eager_q1 or 0.0) > 1.0:
+            return r, why  # eager's best batch serves more: every later one serves fewer
+    assert first is not None, "ranked is never empty"
+    return first
+
+
+def refusal(best: TrialRecord, objective: Objective, records: list[TrialRecord]) -> str | None:
     """Why ``best`` must not be shipped, or None: it must beat eager in three of four paired
-    rounds, and under the amortized objective pay its compile back within the calls."""
+    rounds; under the amortized objective pay its compile back within the calls; under
+    throughput serve more samples per second, in three of four rounds, than eager does at the
+    batch size where eager serves the most."""
     q1, q3 = best.speedup_vs_eager_q1 or 0.0, best.speedup_vs_eager_q3 or 0.0
-    which = f"trial {best.trial_number}: {best.brief}"
+    which = f"trial {best.trial_number}: {best.brief}{_at_batch(best)}"
     if q1 <= 1.0:
         return (
             f"the best correct compiled configuration ({which}) ran "
@@ -87,38 +110,65 @@ def refusal(best: TrialRecord, objective: Objective, calls: int | None) -> str |
         )
     if objective.kind == "amortized" and (objective.score(best) or 0.0) <= 1.0:
         return (
-            f"over {calls} calls no configuration pays back its compile time: the "
+            f"over {objective.calls} calls no configuration pays back its compile time: the "
             f"best ({which}) runs {best.speedup_vs_eager:.3f}x eager but compiles in "
             f"{best.compile_time_s or 0:.1f} s, so it breaks even only after "
             f"{_calls(break_even_calls(best))} calls"
         )
+    eager = best_eager(records, objective) if objective.kind == "throughput" else None
+    if eager is not None and objective.spread(best)[0] <= (objective.score(eager) or 0.0):
+        return (
+            f"eager at batch size {eager.batch_size} serves {objective.score(eager):,.0f} "
+            f"samples/s, and the best compiled configuration ({which}) serves "
+            f"{objective.score(best):,.0f} samples/s but falls to "
+            f"{objective.spread(best)[0]:,.0f} in a quarter of its rounds: not reliably more"
+        )
     return None
 
 
+def best_eager(records: list[TrialRecord], objective: Objective) -> TrialRecord | None:
+    """The measured eager baseline that scores best (at its best batch size, for throughput)."""
+    eager = [r for r in records if r.baseline == "eager" and r.status == "ok"]
+    return max(eager, key=lambda r: objective.score(r) or 0.0, default=None)
+
+
 def against_default(
-    best: TrialRecord, pool: list[TrialRecord], objective: Objective, calls: int | None
+    best: TrialRecord, pool: list[TrialRecord], objective: Objective, records: list[TrialRecord]
 ) -> tuple[TrialRecord | None, str]:
     """A tuned config must beat default torch.compile by more than the measured spread (its
-    lower quartile above the default's upper one). Otherwise the default compile is
-    recommended when it passes on its own, and no compile when it does not."""
-    default = next((r for r in pool if r.baseline == "default"), None)
+    lower quartile above the default's upper one, in the objective's units). Otherwise the
+    default compile is recommended when it passes on its own, and no compile when it does not."""
+    defaults = [r for r in pool if r.baseline == "default"]
+    default = max(defaults, key=lambda r: objective.score(r) or 0.0, default=None)
     if default is None or best is default:
         return best, ""
-    if (best.speedup_vs_eager_q1 or 0.0) > (default.speedup_vs_eager_q3 or 0.0):
+    if objective.spread(best)[0] > objective.spread(default)[1]:
         return best, ""
     within = (
-        f"the tuned trial {best.trial_number} ({best.speedup_vs_eager:.3f}x eager) did not "
-        f"beat default torch.compile ({default.speedup_vs_eager:.3f}x eager) by more than "
-        "the measured spread"
+        f"the tuned trial {best.trial_number} ({_score(best, objective)}) did not beat default "
+        f"torch.compile ({_score(default, objective)}) by more than the measured spread"
     )
-    if refusal(default, objective, calls) is None:
+    if refusal(default, objective, records) is None:
         return default, f"; {within}, so the default compile is recommended"
     return None, f"{within}, and the default compile is not reliably faster than eager"
 
 
-def spread(r: TrialRecord) -> str:
+def spread(r: TrialRecord, objective: Objective | None = None) -> str:
     q1, q3 = r.speedup_vs_eager_q1 or 0.0, r.speedup_vs_eager_q3 or 0.0
-    return f"{r.speedup_vs_eager:.3f}x eager (paired rounds {q1:.3f}x to {q3:.3f}x)"
+    line = f"{r.speedup_vs_eager:.3f}x eager (paired rounds {q1:.3f}x to {q3:.3f}x)"
+    if objective is not None and objective.kind == "throughput":
+        line = f"{objective.score(r):,.0f} samples/s at batch size {r.batch_size}, {line}"
+    return line
+
+
+def _score(r: TrialRecord, objective: Objective) -> str:
+    if objective.kind == "throughput":
+        return f"{objective.score(r):,.0f} samples/s at batch size {r.batch_size}"
+    return f"{r.speedup_vs_eager:.3f}x eager"
+
+
+def _at_batch(r: TrialRecord) -> str:
+    return f" at batch size {r.batch_size}" if r.batch_size is not None else ""
 
 
 def _calls(n: float | None) -> str:
@@ -139,10 +189,15 @@ def do_not_compile(
     reason: str,
     best: TrialRecord | None,
 ) -> BestConfig:
-    eager = eager_baseline(records)
+    objective = Objective.of(settings)
+    eager = best_eager(records, objective) or eager_baseline(records)
     made = _file(settings, study, storage, best or eager, "do_not_compile", reason, None)
     if eager is not None:
         made.metrics["eager_latency_s"] = eager.latency_median_s
+        if objective.kind == "throughput":
+            # what to run instead: eager, at the batch size where it serves the most
+            made.workload["batch_size"] = eager.batch_size
+            made.metrics["eager_samples_per_s"] = objective.score(eager)
     if best is not None:
         made.metrics["best_compiled_trial"] = best.trial_number
         made.metrics["best_compiled_speedup_vs_eager"] = best.speedup_vs_eager
@@ -177,6 +232,9 @@ def _file(
             "inputs": list(result.get("inputs") or []),
             "objective": settings.objective,
             "calls": settings.calls,
+            "batch_size": record.batch_size if record is not None else None,
+            "max_latency_s": settings.max_latency_s,
+            "seed": settings.seed,  # the weights and inputs it was measured with
             # the config was held to the looser gate of --allow-numerics-changes
             "relaxed_numerics": record is not None and record.relaxed_numerics,
         },
@@ -192,7 +250,7 @@ def _file(
 def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
     if r is None:
         return {}
-    return {
+    metrics: dict[str, float | int | None] = {
         "latency_s": r.latency_median_s,
         "latency_iqr_s": r.latency_iqr_s,
         "eager_latency_s": r.eager_latency_median_s,
@@ -203,6 +261,9 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
         "compile_time_s": r.compile_time_s,
         "peak_memory_bytes": r.peak_memory_bytes,
     }
+    if r.batch_size is not None:
+        metrics["samples_per_s"] = r.samples_per_s()
+    return metrics
 
 
 def why_none(records: list[TrialRecord]) -> str:

@@ -22,11 +22,12 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from autotune._deadline import Deadline
 from autotune.records import TrialRecord
 from autotune.study._objective import Objective
 from autotune.study._records import candidates, pooled_measurements
 from autotune.study._settings import StudySettings
-from autotune.trials import SubprocessRunner, TrialResult, TrialRunner
+from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
 _PREFIX = "autotune-finalist-"
 
@@ -69,14 +70,24 @@ def finalist_records(finalists: list[Finalist], warm_start: bool = False) -> lis
 def pick_finalists(
     records: list[TrialRecord], objective: Objective, top: int
 ) -> list[TrialRecord]:
-    """The ``top`` candidates by the objective, plus default torch.compile when it ran."""
+    """The ``top`` candidates by the objective, plus default torch.compile when it ran (the
+    best-scoring one, when a throughput study measured it at several batch sizes)."""
     pool = sorted(
         (r for r in candidates(records) if r.baseline is None),
         key=lambda r: objective.score(r) or 0.0,
         reverse=True,
     )[:top]
-    default = [r for r in records if r.baseline == "default" and r.status == "ok"]
-    return pool + default if pool else []
+    default = best_default(records, objective)
+    return pool + ([default] if default is not None else []) if pool else []
+
+
+def best_default(records: list[TrialRecord], objective: Objective) -> TrialRecord | None:
+    """The study's measured default torch.compile baseline that scores best."""
+    defaults = [r for r in records if r.baseline == "default" and r.status == "ok"]
+    return max(defaults, key=lambda r: objective.score(r) or 0.0, default=None)
+
+
+OnResult = Callable[[TrialRecord, str, TrialResult], None]
 
 
 def remeasure(
@@ -84,15 +95,21 @@ def remeasure(
     settings: StudySettings,
     on_note: Callable[[str], None] = lambda note: None,
     runner: TrialRunner | None = None,
+    on_result: OnResult = lambda record, run, result: None,
+    deadline: Deadline = Deadline(),  # noqa: B008 - frozen
 ) -> list[Finalist]:
     """Runs every finalist cold, then every one warm in reverse order, each in a fresh process
-    with a private cache.
+    with a private cache; ``on_result`` hears of each run as it ends (to record it).
 
     The two passes make an ABBA order over processes: a config's speedup drifts with the
     machine's state over the minutes this takes (see benchmarks/results/process_variance_cpu.md),
     and measuring one finalist's two processes back to back would hand that drift to whichever
     finalist ran during a good minute. In this order every finalist's pooled pair spans the same
     stretch of time, the default compile's included.
+
+    Raises:
+        DeadlineReached: The deadline passed before every finalist ran both times (a run the
+            deadline cut short measures nothing of its config).
     """
     runner = runner or SubprocessRunner()
     on_note(
@@ -100,6 +117,17 @@ def remeasure(
         "in reverse order"
     )
     measure = settings.measure.precise(settings.finalist_precision)
+
+    def run(r: TrialRecord, spec: TrialSpec, which: str) -> TrialResult:
+        deadline.check(f"before the {which} run of finalist {_who(r)}")
+        budget = deadline.budget(spec.budget_s)
+        result = runner.run(dataclasses.replace(spec, budget_s=budget))
+        if result.failure_kind == "timeout" and budget < spec.budget_s:
+            deadline.check(f"during the {which} run of finalist {_who(r)}")
+        on_result(r, which, result)
+        on_note(_progress(r, which, result))
+        return result
+
     with contextlib.ExitStack() as caches:
         specs = [
             settings.trial_spec(
@@ -108,20 +136,20 @@ def remeasure(
                 # the gate the search held this config to: a config found under
                 # --allow-numerics-changes is not failed now for the drift it was allowed
                 relaxed_numerics=r.relaxed_numerics,
+                batch_size=r.batch_size,
                 measure=measure,
             )
             for r in finalists
         ]
-        cold = []
-        for r, spec in zip(finalists, specs, strict=True):
-            cold.append(runner.run(spec))
-            on_note(_progress(r, "cold", cold[-1]))
+        cold = [run(r, spec, "cold") for r, spec in zip(finalists, specs, strict=True)]
         warm: dict[int, TrialResult] = {}
         for i in reversed(range(len(finalists))):
             # A finalist that failed cold is not run again: its failure stands for both.
-            warm[i] = runner.run(specs[i]) if cold[i].ok else cold[i]
             if cold[i].ok:
-                on_note(_progress(finalists[i], "warm", warm[i]))
+                warm[i] = run(finalists[i], specs[i], "warm")
+            else:
+                warm[i] = cold[i]
+                on_result(finalists[i], "warm", cold[i])
     done = [Finalist(r, cold[i], warm[i]) for i, r in enumerate(finalists)]
     for f in done:
         on_note(_line(f))
@@ -134,12 +162,17 @@ def _who(r: TrialRecord) -> str:
 
 def _progress(r: TrialRecord, run: str, result: TrialResult) -> str:
     if not result.ok:
-        return f"  {run} {_who(r)}: {result.failure_kind}"
+        return f"  {run} {_who(r)}: {result.failure_kind}: {_first_line(result.error)}"
     known = f" ({result.precision_note()})" if result.precision_note() else ""
     return (
         f"  {run} {_who(r)}: compile {result.compile_time_s:.1f}s, "
         f"{result.speedup_vs_eager:.2f}x eager{known}"
     )
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0][:200] if lines else "no error recorded"
 
 
 def _line(f: Finalist) -> str:

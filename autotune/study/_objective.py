@@ -1,10 +1,14 @@
-"""What a study optimizes: steady-state speed, or speed with the compile time paid back.
+"""What a study optimizes: steady-state speed, samples per second, or speed with the compile
+time paid back.
 
-Every objective is a score where higher is better and eager scores 1.0, so Optuna's direction
-never changes and scores compare across trials (each is paired with eager inside its trial):
+Every objective is a score where higher is better, so Optuna's direction never changes:
 
-- ``latency`` (default) and ``throughput``: the speedup over eager. For one fixed workload the
-  two rank configurations identically; ``throughput`` reports calls per second.
+- ``latency`` (default): the speedup over eager, paired inside each trial (eager is 1.0).
+- ``throughput``: samples per second, where the batch size is searched too (``--batch-sizes``,
+  with a model file whose ``get_inputs(device, batch_size)`` builds a batch of that size):
+  a larger batch may serve more samples per second at a longer latency per call, which
+  ``--max-latency-ms`` caps, as NVIDIA's Triton Model Analyzer does for serving. With one
+  fixed batch, samples per second rank exactly as latency, so the option is refused there.
 - ``amortized`` with ``calls = N``: the time eager needs for N calls over the time the compiled
   model needs for them, its compile included: ``N * eager / (compile + N * latency)``.
 """
@@ -12,20 +16,28 @@ never changes and scores compare across trials (each is paired with eager inside
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
+
+if TYPE_CHECKING:
+    from autotune.study._settings import StudySettings
 
 OBJECTIVES = ("latency", "throughput", "amortized")
 
 
 @dataclass(frozen=True)
 class Objective:
-    """An objective and, for ``amortized``, the number of calls the compile must pay back."""
+    """An objective and what it needs: the calls that pay back the compile (``amortized``),
+    the batch sizes searched and the latency cap (``throughput``)."""
 
     kind: str = "latency"
     calls: int | None = None
+    batch_sizes: Sequence[int] | None = None
+    max_latency_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in OBJECTIVES:
@@ -38,12 +50,42 @@ class Objective:
                 "objective charges the compile time to N calls (e.g. --objective amortized "
                 f"--calls 100000); got objective {self.kind!r} with calls {self.calls}."
             )
+        if self.kind == "throughput" and not self.batch_sizes:
+            raise UsageError(
+                "--objective throughput ranks by samples per second, which differs from "
+                "latency only when the batch size may change: pass --batch-sizes (e.g. "
+                "--batch-sizes 1,8,32) with a model file whose get_inputs(device, batch_size) "
+                "builds a batch of that size. For one fixed batch, --objective latency ranks "
+                "configurations identically."
+            )
+        if self.kind != "throughput" and self.batch_sizes:
+            raise UsageError(
+                f"--batch-sizes {','.join(map(str, self.batch_sizes))} searches the batch size, "
+                "which only a throughput study ranks by (samples per second; a larger batch "
+                f"always takes longer per call); got --objective {self.kind}. Add --objective "
+                "throughput, or drop --batch-sizes."
+            )
+        if self.kind != "throughput" and self.max_latency_s is not None:
+            raise UsageError(
+                f"--max-latency-ms caps the latency a throughput study may trade for samples "
+                f"per second; got --objective {self.kind}. Add --objective throughput "
+                "--batch-sizes ..., or drop --max-latency-ms."
+            )
+
+    @classmethod
+    def of(cls, settings: StudySettings) -> Objective:
+        """The objective a study's settings describe."""
+        return cls(
+            settings.objective, settings.calls, settings.batch_sizes, settings.max_latency_s
+        )
 
     def score(self, r: TrialRecord) -> float | None:
-        """Higher is better; eager is 1.0; None when the trial has nothing to score."""
+        """Higher is better; None when the trial has nothing to score."""
         if r.status != "ok" or r.speedup_vs_eager is None:
             return None
-        if self.kind != "amortized":
+        if self.kind == "throughput":
+            return r.samples_per_s(1.0 if r.baseline == "eager" else None)
+        if self.kind == "latency":
             return r.speedup_vs_eager
         assert self.calls is not None
         eager, latency = r.eager_latency_median_s, r.latency_median_s
@@ -51,9 +93,21 @@ class Objective:
             return None
         return self.calls * eager / ((r.compile_time_s or 0.0) + self.calls * latency)
 
+    def spread(self, r: TrialRecord) -> tuple[float, float]:
+        """The score's paired spread (lower and upper quartile), in the units the gates
+        compare: speedup over eager, or samples per second for ``throughput``."""
+        q1, q3 = r.speedup_vs_eager_q1 or 0.0, r.speedup_vs_eager_q3 or 0.0
+        if self.kind != "throughput":
+            return q1, q3
+        return r.samples_per_s(q1) or 0.0, r.samples_per_s(q3) or 0.0
+
     def describe(self) -> str:
         if self.kind == "amortized":
             return f"amortized over {self.calls} calls (compile time included)"
+        if self.kind == "throughput":
+            cap = f", at most {self.max_latency_s * 1e3:g} ms a call" if self.max_latency_s else ""
+            sizes = ",".join(map(str, self.batch_sizes or ()))
+            return f"throughput: samples per second over batch sizes {sizes}{cap}"
         return self.kind
 
 

@@ -15,13 +15,13 @@ limits such as ``compile<=60`` (seconds), ``memory<=2GiB`` or ``speedup>=1.2``.
 
 from __future__ import annotations
 
-import argparse
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from autotune import _argtypes
+from autotune._sizes import parse_size
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 
@@ -59,16 +59,19 @@ def axis_value(r: TrialRecord, axis: str) -> float | None:
     return float(r.peak_memory_bytes) if r.peak_memory_bytes is not None else None
 
 
-def optuna_values(r: TrialRecord, axes: Sequence[str], budget_s: float) -> list[float]:
-    """What Optuna is told: the record's values, or the worst plausible ones for a failed trial
-    (which is also marked infeasible, so the sampler keeps it apart from the measured ones)."""
-    worst = {"latency": 0.0, "compile": budget_s, "memory": 0.0}
+def optuna_values(r: TrialRecord, axes: Sequence[str]) -> list[float]:
+    """What Optuna is told: the record's values, or for a failed trial the worst value on every
+    axis (0x speedup, infinite compile time and memory), so that whatever reads Optuna's front
+    (optuna-dashboard, ``study.best_trials``) never finds a failed trial on it; it is also
+    marked infeasible, so the sampler keeps it apart from the measured ones."""
     values = []
     for axis in axes:
         value = axis_value(r, axis) if r.status == "ok" else None
-        values.append(worst[axis] if value is None else value)
-    if "memory" in axes:  # MiB keeps the values of the axes within a few orders of magnitude
-        values[axes.index("memory")] /= 2**20
+        if value is None:
+            value = 0.0 if DIRECTIONS[axis] == "maximize" else math.inf
+        elif axis == "memory":
+            value /= 2**20  # MiB keeps the axes' values within a few orders of magnitude
+        values.append(value)
     return values
 
 
@@ -157,9 +160,9 @@ class PickRule:
 def _limit_value(name: str, raw: str, text: str) -> float | int:
     try:
         if name == "memory":
-            return _argtypes.size(raw)
+            return parse_size(raw)
         value = float(raw.rstrip("sx"))
-    except (argparse.ArgumentTypeError, ValueError):
+    except ValueError:
         raise UsageError(_pick_help(text, f"{name} takes a number, got {raw!r}")) from None
     if value <= 0:
         raise UsageError(_pick_help(text, f"{name} must be above 0, got {raw!r}"))

@@ -65,14 +65,13 @@ def pick_from_front(
     storage: str,
     rule: PickRule,
     finalists: list[Finalist] | None = None,
-    warm_start: bool = False,
 ) -> Picked:
     """Chooses by ``rule`` from the front of the finalists (or of the search) and eager."""
     axes = settings.pareto
     assert axes, "pick_from_front is for --pareto studies"
     objective = Objective()  # the gates judge speed
     fresh = {f.searched.trial_number: f for f in finalists or [] if f.ok}
-    pool = finalist_records(finalists, warm_start) if finalists else candidates(records)
+    pool = finalist_records(finalists, settings.warm_start) if finalists else candidates(records)
     points = study_front(pool, records, axes)
 
     def eager_wins(reason: str, best: TrialRecord | None = None) -> Picked:
@@ -88,7 +87,7 @@ def pick_from_front(
     for r in ranked:
         if r.baseline == "eager":
             return eager_wins(_eager_picked(rule, refused))
-        why = refusal(r, objective, None)
+        why = refusal(r, objective, records)
         if why is None:
             break
         refused.append(why)
@@ -97,7 +96,7 @@ def pick_from_front(
     chosen, note = r, ""
     if rule.goal == "fastest":
         admitted = [p for p in pool if rule.admits(p)]
-        best, note = against_default(r, admitted, objective, None)
+        best, note = against_default(r, admitted, objective, records)
         if best is None:
             return eager_wins(note, r)
         chosen = best

@@ -12,12 +12,37 @@ from autotune.trials import TrialResult
 
 EAGER_HASH = "eager"
 
+# The steady-state figures of a trial (TrialResult fields, TrialRecord fields of the same
+# name), each with how several processes' values of one config are pooled into one: the
+# median of their medians, the widest quartiles, the largest peak.
+MEASUREMENTS: dict[str, Callable[[list[Any]], Any]] = {
+    "latency_median_s": statistics.median,
+    "latency_iqr_s": max,
+    "eager_latency_median_s": statistics.median,
+    "speedup_vs_eager": statistics.median,
+    "speedup_vs_eager_q1": min,
+    "speedup_vs_eager_q3": max,
+    "peak_memory_bytes": max,
+}
+_SPEEDUPS = ("speedup_vs_eager", "speedup_vs_eager_q1", "speedup_vs_eager_q3")
+# What else a record copies from its trial's result, under the same name.
+_COPIED = ("status", "failure_kind", "error", "error_tail", "compile_time_s", "graphs",
+           "graph_breaks", "recompiles", "wall_time_s", "environment")  # fmt: skip
+
+
+def trial_key(config: CompileConfig | None, batch_size: int | None = None) -> str:
+    """What makes two trials the same measurement: the config's hash (``eager`` for none),
+    and the batch size when the study searches it."""
+    key = config.config_hash() if config is not None else EAGER_HASH
+    return key if batch_size is None else f"{key}@{batch_size}"
+
 
 def to_record(
     number: int,
     optuna_trial_id: int | None,
     baseline: str | None,
     config: CompileConfig | None,
+    key: str,
     result: TrialResult,
     duplicate_of: int | None,
     default_speedup: float | None,
@@ -29,63 +54,36 @@ def to_record(
         optuna_trial_id=optuna_trial_id,
         baseline=baseline,
         config=config.to_dict() if config is not None else {},
-        config_hash=config.config_hash() if config is not None else EAGER_HASH,
+        config_hash=key,
         brief=config.brief() if config is not None else "eager (no compile)",
-        status=result.status,
-        failure_kind=result.failure_kind,
-        error=result.error,
-        error_tail=result.error_tail,
-        compile_time_s=result.compile_time_s,
+        **{name: getattr(result, name) for name in _COPIED},
         **measured,
         speedup_vs_default=_ratio(measured["speedup_vs_eager"], default_speedup, baseline),
-        graphs=result.graphs,
-        graph_breaks=result.graph_breaks,
-        recompiles=result.recompiles,
-        wall_time_s=result.wall_time_s,
         duplicate_of=duplicate_of,
-        environment=result.environment,
         result=result.to_dict(),
     )
 
 
 def measurements(result: TrialResult) -> dict[str, Any]:
     """The steady-state figures of a trial, as record fields (speedups only when it ran ok)."""
-    ok = result.ok
     return {
-        "latency_median_s": result.latency_median_s,
-        "latency_iqr_s": result.latency_iqr_s,
-        "eager_latency_median_s": result.eager_latency_median_s,
-        "speedup_vs_eager": result.speedup_vs_eager if ok else None,
-        "speedup_vs_eager_q1": result.speedup_vs_eager_q1 if ok else None,
-        "speedup_vs_eager_q3": result.speedup_vs_eager_q3 if ok else None,
-        "peak_memory_bytes": result.peak_memory_bytes,
+        name: getattr(result, name) if result.ok or name not in _SPEEDUPS else None
+        for name in MEASUREMENTS
     }
 
 
 def pooled_measurements(results: list[TrialResult]) -> dict[str, Any]:
-    """Several processes' steady-state figures of one config as one: the median of their
-    medians and the widest quartiles. On a shared machine a config's speedup drifts over
-    minutes by more than one timing window's quartiles show (seen on a 2-core CPU: default
-    compile of the benchmark encoder measured 1.07x to 1.27x eager in eight processes), so the
-    spread between windows is noise too, and a claim must allow for it."""
+    """Several processes' steady-state figures of one config as one (see MEASUREMENTS). On a
+    shared machine a config's speedup drifts over minutes by more than one timing window's
+    quartiles show (seen on a 2-core CPU: default compile of the benchmark encoder measured
+    1.07x to 1.27x eager in eight processes), so the spread between windows is noise too, and
+    a claim must allow for it."""
     each = [measurements(r) for r in results]
-
-    def values(key: str) -> list[Any]:
-        return [m[key] for m in each if m[key] is not None]
-
-    def pick(key: str, how: Callable[[list[Any]], Any]) -> Any:
-        found = values(key)
-        return how(found) if found else None
-
-    return {
-        "latency_median_s": pick("latency_median_s", statistics.median),
-        "latency_iqr_s": pick("latency_iqr_s", max),
-        "eager_latency_median_s": pick("eager_latency_median_s", statistics.median),
-        "speedup_vs_eager": pick("speedup_vs_eager", statistics.median),
-        "speedup_vs_eager_q1": pick("speedup_vs_eager_q1", min),
-        "speedup_vs_eager_q3": pick("speedup_vs_eager_q3", max),
-        "peak_memory_bytes": pick("peak_memory_bytes", max),
-    }
+    pooled = {}
+    for name, how in MEASUREMENTS.items():
+        found = [m[name] for m in each if m[name] is not None]
+        pooled[name] = how(found) if found else None
+    return pooled
 
 
 def _ratio(speedup: float | None, default: float | None, baseline: str | None) -> float | None:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
+from autotune._deadline import Deadline, DeadlineReached
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.runtime.config import CompileConfig
@@ -21,26 +21,36 @@ from autotune.scope import ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
 from autotune.study._objective import Objective
 from autotune.study._pareto import DIRECTIONS, optuna_values
-from autotune.study._records import to_record
-from autotune.study._settings import StudySettings, check_resume
+from autotune.study._records import to_record, trial_key
+from autotune.study._settings import StudySettings, settle
 from autotune.study._storage import HEARTBEAT_S, default_cache_dir, open_optuna_storage
-from autotune.trials import TrialResult, TrialRunner, TrialSpec
+from autotune.trials import TrialResult, TrialRunner, TrialSpec, kill_all_trials
+from autotune.trials._runner import tracked
 
 BASELINE_ATTR = "autotune.baseline"
+BATCH_ATTR = "autotune.batch_size"
+BATCH_PARAM = "workload.batch_size"
 SCOPE_ATTR = "autotune.scope"
 CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
 BASELINES = ("eager", "default")
+_JOIN_AFTER_KILL_S = 10.0
 
 
 @dataclass
 class SearchRequest:
-    """One run of ``autotune search``: a study plus this run's budgets."""
+    """One run of a study: where it is, the settings asked for, and this run's limits.
+
+    Attributes:
+        given: The names of the settings this run set on purpose; the others keep the values
+            stored with the study when it exists (None: all were given).
+        deadline: This run's wall-clock limit (``--timeout``): probes, trials and finalists.
+    """
 
     study_name: str
     storage: str
     settings: StudySettings
-    trials: int
-    timeout_s: float | None = None
+    given: frozenset[str] | None = None
+    deadline: Deadline = field(default_factory=Deadline)
     cache_dir: str | None = None
 
 
@@ -50,7 +60,7 @@ class Search:
     def __init__(
         self,
         request: SearchRequest,
-        runner: TrialRunner | Sequence[TrialRunner],
+        runner: TrialRunner | Sequence[TrialRunner] = (),
         on_record: Callable[[TrialRecord], None] = lambda record: None,
         on_note: Callable[[str], None] = lambda note: None,
     ) -> None:
@@ -76,30 +86,43 @@ class Search:
             source=f"study {request.study_name}",
             workload=self.settings.workload,
         )
-        self.objective = Objective(self.settings.objective, self.settings.calls)
+        self.objective = Objective.of(self.settings)
+
+    @property
+    def deadline(self) -> Deadline:
+        return self.request.deadline
 
     def run(self) -> list[TrialRecord]:
         """Runs trials (baselines first, alone); returns every record of the study."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(self.study)
+        if self._budget_met():
+            self._note_once(
+                f"the study's budget of {self.settings.trials} trials is already met "
+                f"({self._searched()} done): no new trials (raise it with --trials)"
+            )
+            return self.records.trials(self.request.study_name)
         self._enqueue_missing_baselines()
-        deadline = time.monotonic() + self.request.timeout_s if self.request.timeout_s else None
-        while self._pending_baselines() and not self._must_stop(deadline):
-            self._one_trial(self.runners[0])
-        self.plan = self._settle_scope_plan()
+        try:
+            while self._pending_baselines() and not self._must_stop():
+                self._one_trial(self.runners[0])
+            if not self._must_stop():
+                self.plan = self._settle_scope_plan()
+        except DeadlineReached as reached:
+            self._note_once(f"stopping: {reached}")
+            return self.records.trials(self.request.study_name)
         if len(self.runners) == 1:
-            self._work(self.runners[0], deadline)
+            self._work(self.runners[0])
         else:
-            self._work_in_parallel(deadline)
+            self._work_in_parallel()
         return self.records.trials(self.request.study_name)
 
-    def _work(self, runner: TrialRunner, deadline: float | None) -> None:
+    def _work(self, runner: TrialRunner) -> None:
         """One job: takes trials until the budget, the timeout or the space runs out."""
         while True:
             with self._lock:
-                taken = self._searched() + self._in_flight
-                if taken >= self.request.trials or self._must_stop(deadline):
+                if self._budget_met(self._in_flight) or self._must_stop():
                     return
                 self._in_flight += 1
             try:
@@ -108,16 +131,17 @@ class Search:
                 with self._lock:
                     self._in_flight -= 1
 
-    def _work_in_parallel(self, deadline: float | None) -> None:
+    def _work_in_parallel(self) -> None:
         errors: list[BaseException] = []
 
         def job(runner: TrialRunner) -> None:
             try:
-                self._work(runner, deadline)
+                self._work(runner)
             except BaseException as exc:  # surfaced in the main thread below
                 errors.append(exc)
                 self._stopping.set()
 
+        before = tracked()
         threads = [threading.Thread(target=job, args=(r,), daemon=True) for r in self.runners]
         for thread in threads:
             thread.start()
@@ -127,18 +151,28 @@ class Search:
                     thread.join(0.2)  # short waits keep Ctrl-C responsive
         except BaseException:
             self._stopping.set()  # trials killed by an interrupt are not recorded as crashes
+            kill_all_trials(keep=before)  # each job then tells Optuna its trial failed
+            for thread in threads:
+                thread.join(_JOIN_AFTER_KILL_S)
             raise
         if errors:
             raise errors[0]
 
-    def _must_stop(self, deadline: float | None) -> bool:
+    def done(self) -> int:
+        """Search trials the study has finished (baselines excluded)."""
+        return self._searched()
+
+    def _budget_met(self, in_flight: int = 0) -> bool:
+        return self._searched() + in_flight >= self.settings.trials
+
+    def _must_stop(self) -> bool:
         if self._stopping.is_set():
             return True
-        if deadline is not None and time.monotonic() >= deadline:
-            self._note_once(f"stopping: the timeout of {self.request.timeout_s:g} s is spent")
+        if self.deadline.passed():
+            self._note_once(f"stopping: the timeout of {self.deadline.timeout_s:g} s is spent")
             return True
         if not self._pending_baselines() and self._exhausted():
-            self._note_once(f"stopping: all {self.space.size} configurations were measured")
+            self._note_once(f"stopping: all {self._size()} configurations were measured")
             return True
         return False
 
@@ -152,30 +186,61 @@ class Search:
             # Optuna warns that heartbeats are meant for Study.optimize; _heartbeat keeps them.
             warnings.filterwarnings("ignore", message="Heartbeat of storage")
             trial = self.study.ask()
-        baseline = trial.user_attrs.get(BASELINE_ATTR)
-        config = self._config_for(trial, baseline)
-        reused = self._reuse(config) if config is not None and baseline is None else None
-        if reused is not None:
-            result, duplicate_of = reused
-        else:
-            with _heartbeat(self.study, trial):
-                result, duplicate_of = self._within_budget(runner.run(self._spec(config))), None
-        if self._stopping.is_set():
-            return  # left RUNNING: its heartbeat goes stale and a resumed study retries it
-        record = to_record(
-            trial.number, trial._trial_id, baseline, config, result, duplicate_of,
-            self._default_speedup(),
-        )  # fmt: skip
+        try:
+            record = self._measure(trial, runner)
+        except BaseException:
+            self._fail(trial)  # interrupted: nothing stays RUNNING
+            raise
+        if record is None:
+            self._fail(trial)
+            return
         self.records.add_trial(self.request.study_name, record)
         self._tell(trial, record)
         self.on_record(record)
-        if baseline == "eager" and result.failure_kind == "model_error":
+        if record.baseline == "eager" and record.failure_kind == "model_error":
             raise UsageError(
                 f"The model file {self.settings.model_path} does not run in eager mode on "
-                f"{self.settings.device}: {(result.error or '').rstrip('.')}. No trial was "
-                "compiled; fix the model "
-                "file and run the same command again."
+                f"{self.settings.device}: {(record.error or '').rstrip('.')}. No trial was "
+                "compiled; fix the model file and run the same command again."
             )
+
+    def _measure(self, trial: optuna.Trial, runner: TrialRunner) -> TrialRecord | None:
+        """The trial's record, or None when it must not count: the run was stopped, or the
+        timeout cut its compile budget short (a ``timeout`` then says nothing of the config)."""
+        baseline = trial.user_attrs.get(BASELINE_ATTR)
+        batch = self._batch_for(trial)
+        config = self._config_for(trial, baseline)
+        key = trial_key(config, batch)
+        reused = self._reuse(key) if baseline is None else None
+        if reused is not None:
+            result, duplicate_of = reused
+        else:
+            budget = self.deadline.budget(self.settings.compile_budget_s)
+            with _heartbeat(self.study, trial):
+                result = runner.run(self._spec(config, batch, budget))
+            duplicate_of = None
+            result.batch_size = batch
+            cut = result.failure_kind == "timeout" and budget < self.settings.compile_budget_s
+            if self._stopping.is_set() or cut:
+                return None
+            result = self._within_budgets(result)
+        return to_record(
+            trial.number, trial._trial_id, baseline, config, key, result, duplicate_of,
+            self._default_speedup(batch),
+        )  # fmt: skip
+
+    def _fail(self, trial: optuna.Trial) -> None:
+        try:
+            self.study.tell(trial, state=TrialState.FAIL)
+        except Exception:  # noqa: BLE001 - the storage may be what failed; the heartbeat then
+            pass  # fails the trial later
+
+    def _batch_for(self, trial: optuna.Trial) -> int | None:
+        if trial.user_attrs.get(BASELINE_ATTR) is not None:
+            return trial.user_attrs.get(BATCH_ATTR)
+        if self.settings.batch_sizes:
+            return int(trial.suggest_categorical(BATCH_PARAM, self.settings.batch_sizes))
+        return None
 
     def _config_for(self, trial: optuna.Trial, baseline: str | None) -> CompileConfig | None:
         if baseline == "eager":
@@ -219,25 +284,29 @@ class Search:
             backend=backends[0] if isinstance(backends, list) else backends,
             budget_s=s.compile_budget_s, seed=s.seed, cache_dir=self.request.cache_dir,
             workload=s.workload, on_probe=lambda r: self.on_note(f"  probe {r.brief()}"),
+            deadline=self.deadline,
         )  # fmt: skip
 
-    def _spec(self, config: CompileConfig | None) -> TrialSpec:
+    def _spec(self, config: CompileConfig | None, batch: int | None, budget: float) -> TrialSpec:
         return self.settings.trial_spec(
             config.to_dict() if config is not None else None,
             cache_dir=self.request.cache_dir,
             relaxed_numerics=config is not None and self.space.relaxes_numerics(config),
+            batch_size=batch,
+            budget_s=budget,
         )
 
-    def _reuse(self, config: CompileConfig) -> tuple[TrialResult, int] | None:
+    def _reuse(self, key: str) -> tuple[TrialResult, int] | None:
         """A configuration measured before in this study is not compiled again."""
-        found = self.records.find_by_hash(self.request.study_name, config.config_hash())
+        found = self.records.find_by_hash(self.request.study_name, key)
         if found is None:
             return None
         return TrialResult.from_dict(found.result), found.trial_number
 
     def _tell(self, trial: optuna.Trial, record: TrialRecord) -> None:
         """A measured trial scores by the objective; a failed one (timeout, crash, broken
-        memory budget, ...) is an infeasible trial, so the sampler learns to avoid it."""
+        memory or latency budget, ...) is an infeasible trial, so the sampler learns to avoid
+        it."""
         score = self.objective.score(record)
         violation = 0.0 if score is not None else 1.0
         trial.set_user_attr(CONSTRAINT_ATTR, [violation])
@@ -245,59 +314,85 @@ class Search:
             trial.set_constraint("feasible", violation)
         axes = self.settings.pareto
         if axes:
-            self.study.tell(trial, optuna_values(record, axes, self.settings.compile_budget_s))
+            self.study.tell(trial, optuna_values(record, axes))
         else:
             self.study.tell(trial, score if score is not None else 0.0)
 
-    def _within_budget(self, result: TrialResult) -> TrialResult:
-        budget = self.settings.memory_budget_bytes
-        peak = result.peak_memory_bytes
-        if not result.ok or budget is None or peak is None or peak <= budget:
+    def _within_budgets(self, result: TrialResult) -> TrialResult:
+        """A trial that ran and matched eager, but broke --memory-budget or --max-latency-ms,
+        is infeasible."""
+        if not result.ok:
             return result
-        result.status, result.failure_kind = "failed", "memory_budget"
-        result.error = (
-            f"peak memory {peak / 2**20:.0f} MiB exceeds --memory-budget {budget / 2**20:.0f} MiB"
-        )
+        memory, peak = self.settings.memory_budget_bytes, result.peak_memory_bytes
+        if memory is not None and peak is not None and peak > memory:
+            result.status, result.failure_kind = "failed", "memory_budget"
+            result.error = (
+                f"peak memory {peak / 2**20:.0f} MiB exceeds --memory-budget "
+                f"{memory / 2**20:.0f} MiB"
+            )
+        cap, latency = self.settings.max_latency_s, result.latency_median_s
+        if result.ok and cap is not None and latency is not None and latency > cap:
+            result.status, result.failure_kind = "failed", "latency_budget"
+            result.error = f"latency {latency * 1e3:.3g} ms exceeds --max-latency-ms {cap * 1e3:g}"
         return result
 
-    def _default_speedup(self) -> float | None:
+    def _default_speedup(self, batch: int | None) -> float | None:
         for record in self.records.trials(self.request.study_name):
             if record.baseline == "default" and record.status == "ok":
-                return record.speedup_vs_eager
+                if record.batch_size == batch:
+                    return record.speedup_vs_eager
         return None
 
     def _searched(self) -> int:
         rows = self.records.trials(self.request.study_name)
         return sum(1 for r in rows if r.baseline is None)
 
+    def _batches(self) -> list[int | None]:
+        """The batch sizes the study measures (None: the model file's own inputs)."""
+        return list(self.settings.batch_sizes) if self.settings.batch_sizes else [None]
+
+    def _size(self) -> int:
+        scopes = self.plan.size if self.plan is not None else 1
+        return self.space.size * scopes * len(self._batches())
+
     def _exhausted(self) -> bool:
         rows = self.records.trials(self.request.study_name)
         distinct = {r.config_hash for r in rows if r.baseline is None}
-        scopes = self.plan.size if self.plan is not None else 1
-        return len(distinct) >= self.space.size * scopes
+        return len(distinct) >= self._size()
 
-    def _pending_baselines(self) -> list[str]:
+    def _pending_baselines(self) -> list[tuple[str, int | None]]:
         waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-        return [t.user_attrs[BASELINE_ATTR] for t in waiting if BASELINE_ATTR in t.user_attrs]
+        return [
+            (t.user_attrs[BASELINE_ATTR], t.user_attrs.get(BATCH_ATTR))
+            for t in waiting
+            if BASELINE_ATTR in t.user_attrs
+        ]
 
     def _enqueue_missing_baselines(self) -> None:
-        """Eager and default torch.compile are measured first in every study (and re-measured
-        on resume when their earlier attempt did not succeed)."""
-        done = {
-            r.baseline for r in self.records.trials(self.request.study_name) if r.status == "ok"
-        }
+        """Eager and default torch.compile are measured first in every study, at every batch
+        size it searches (and again on resume when their earlier attempt did not succeed)."""
+        records = self.records.trials(self.request.study_name)
+        done = {(r.baseline, r.batch_size) for r in records if r.status == "ok"}
         pending = set(self._pending_baselines())
-        for name in BASELINES:
-            if name not in done and name not in pending:
-                self.study.enqueue_trial({}, user_attrs={BASELINE_ATTR: name})
+        for batch in self._batches():
+            for name in BASELINES:
+                if (name, batch) not in done and (name, batch) not in pending:
+                    attrs: dict[str, Any] = {BASELINE_ATTR: name, BATCH_ATTR: batch}
+                    self.study.enqueue_trial({}, user_attrs=attrs)
 
     def _settle_settings(self) -> StudySettings:
-        current = self.request.settings
-        stored = self.records.save_study(
-            self.request.study_name, self.study._study_id, current.to_dict()
+        """Creates the study's settings, or settles what this run asked for against the stored
+        ones (only what may change, changes; it is stored and said)."""
+        requested = self.request.settings
+        name = self.request.study_name
+        stored = StudySettings.from_dict(
+            self.records.save_study(name, self.study._study_id, requested.to_dict())
         )
-        settings = StudySettings.from_dict(stored)
-        for note in check_resume(self.request.study_name, settings, current):
+        settings, notes = settle(name, stored, requested, self.request.given)
+        if settings != stored:
+            changes = {k: v for k, v in settings.to_dict().items() if v != stored.to_dict()[k]}
+            settings = StudySettings.from_dict(self.records.update_study_settings(name, changes))
+        for note in notes:
             self.on_note(note)
         return settings
 

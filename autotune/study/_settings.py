@@ -10,16 +10,39 @@ from autotune.errors import UsageError
 from autotune.trials import MeasureSettings, TrialSpec
 from autotune.trials._spec import DEFAULT_PRECISION
 
-# A resumed study must agree on these; the others may change between runs.
-IDENTITY = (
-    "model_path", "device", "workload", "space_hash", "scope",
-    "objective", "calls", "memory_budget_bytes", "pareto",
-)  # fmt: skip
+# What may change when a study is resumed: how many trials it runs and how the winner is
+# chosen from them. Every other setting decides what a trial measures, so a trial measured
+# under another value would not compare with the others.
+CHANGEABLE = ("trials", "finalists", "pick", "warm_start", "finalist_precision")
+# The command-line option that sets each setting, for messages.
+OPTIONS = {
+    "model_path": "the model file",
+    "device": "--device",
+    "space_hash": "--space",
+    "workload": "--workload",
+    "seed": "--seed",
+    "compile_budget_s": "--compile-budget",
+    "measure": "--measure-seconds",
+    "sampler": "--sampler",
+    "scope": "--scope",
+    "objective": "--objective",
+    "calls": "--calls",
+    "memory_budget_bytes": "--memory-budget",
+    "pareto": "--pareto-axes",
+    "finalist_precision": "--precision",
+    "trials": "--trials",
+    "finalists": "--finalists",
+    "pick": "--pick",
+    "warm_start": "--warm-start",
+    "batch_sizes": "--batch-sizes",
+    "max_latency_s": "--max-latency-ms",
+}
 
 
 @dataclass(frozen=True)
 class StudySettings:
-    """Every setting a trial needs, independent of who runs it."""
+    """Every setting a trial needs, and how the study chooses its winner, independent of who
+    runs it."""
 
     model_path: str
     device: str
@@ -38,6 +61,12 @@ class StudySettings:
     memory_budget_bytes: int | None = None  # a trial whose peak memory exceeds it is infeasible
     pareto: list[str] | None = None  # --pareto: the axes of a multi-objective study
     finalist_precision: float | None = DEFAULT_PRECISION  # finalists time on to +-this speedup
+    trials: int = 20  # the study's budget of search trials, baselines excluded
+    finalists: int = 3  # configs re-measured cold and warm before the winner is chosen
+    pick: str | None = None  # --pareto: the rule that picks from the front
+    warm_start: bool = False  # amortized/--pick: charge the warm compile, not the cold one
+    batch_sizes: list[int] | None = None  # --objective throughput: the batch sizes searched
+    max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -48,46 +77,97 @@ class StudySettings:
         *,
         cache_dir: str | None,
         relaxed_numerics: bool,
+        batch_size: int | None = None,
         measure: MeasureSettings | None = None,
+        budget_s: float | None = None,
     ) -> TrialSpec:
         """One trial of this study: ``config`` (None: eager) in ``cache_dir``, held to the
-        looser gate when ``relaxed_numerics``, timed by ``measure`` (default: the study's)."""
+        looser gate when ``relaxed_numerics``, timed by ``measure`` (default: the study's),
+        killed after ``budget_s`` (default: the study's compile budget)."""
         return TrialSpec(
             model_path=self.model_path,
             device=self.device,
             config=config,
             workload=self.workload,
             seed=self.seed,
-            budget_s=self.compile_budget_s,
+            budget_s=self.compile_budget_s if budget_s is None else budget_s,
             measure=measure or self.measure,
             cache_dir=cache_dir,
             relaxed_numerics=relaxed_numerics,
+            batch_size=batch_size,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StudySettings:
-        return cls(**{**data, "measure": MeasureSettings(**data["measure"])})
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in data.items() if k in names}
+        return cls(**{**known, "measure": MeasureSettings(**data["measure"])})
 
 
-def check_resume(study: str, stored: StudySettings, current: StudySettings) -> list[str]:
-    """Refuses to resume a study with another model, device, workload or space.
+def settle(
+    study: str,
+    stored: StudySettings,
+    requested: StudySettings,
+    given: frozenset[str] | None = None,
+) -> tuple[StudySettings, list[str]]:
+    """The settings a resumed study runs under, and notes worth printing.
 
-    Returns notes worth printing (e.g. a different torch than the one that began the study).
+    A setting the caller did not give (``given``: the names it set explicitly; None: all of
+    them) keeps its stored value. A given setting that differs from the stored one is taken
+    when it is one of :data:`CHANGEABLE` (and said in a note); any other difference refuses the
+    run, naming every one.
     """
-    diffs = [
-        f"{key}: stored {getattr(stored, key)!r}, now {getattr(current, key)!r}"
-        for key in IDENTITY
-        if getattr(stored, key) != getattr(current, key)
+    given = frozenset(OPTIONS) if given is None else given
+    changed = [
+        name
+        for name in OPTIONS
+        if name in given and getattr(stored, name) != getattr(requested, name)
     ]
-    if diffs:
-        raise UsageError(
-            f"The study {study!r} already exists with other settings ({'; '.join(diffs)}). "
-            "A study's trials are only comparable under one model, device, workload and "
-            "space: pass a new --study name, or the same settings to resume it."
-        )
-    if stored.torch_version != current.torch_version:
-        return [
+    refused = [name for name in changed if name not in CHANGEABLE]
+    if refused:
+        raise UsageError(_refusal(study, stored, requested, refused))
+    settings = dataclasses.replace(stored, **{n: getattr(requested, n) for n in changed})
+    notes = [
+        f"note: {OPTIONS[name]} of study {study!r} changes from {_show(stored, name)} to "
+        f"{_show(requested, name)}"
+        for name in changed
+    ]
+    if stored.torch_version != requested.torch_version:
+        notes.append(
             f"note: study {study!r} began under torch {stored.torch_version}, this run has "
-            f"torch {current.torch_version}; its earlier timings may not compare"
-        ]
-    return []
+            f"torch {requested.torch_version}; its earlier timings may not compare"
+        )
+    return settings, notes
+
+
+def _refusal(study: str, stored: StudySettings, requested: StudySettings, names: list[str]) -> str:
+    seen: set[str] = set()
+    diffs = []
+    for name in names:
+        option = OPTIONS[name]
+        if option in seen:
+            continue
+        seen.add(option)
+        diffs.append(
+            f"{option}: the study has {_show(stored, name)}, this run asks for "
+            f"{_show(requested, name)}"
+        )
+    changeable = ", ".join(sorted({OPTIONS[n] for n in CHANGEABLE}))
+    return (
+        f"The study {study!r} already exists with other settings ({'; '.join(diffs)}). Its "
+        "trials compare only under the settings they were measured with: leave these options "
+        f"out to resume it as stored, or pass a new --study name. Only {changeable} may change "
+        "when a study is resumed."
+    )
+
+
+def _show(settings: StudySettings, name: str) -> str:
+    value = getattr(settings, name)
+    if name == "space_hash":
+        return f"space {settings.space.get('name')!r} (hash {value[:12]})"
+    if name == "measure":
+        return f"{value.target_seconds:g} s"
+    return repr(value)
+
+
+__all__ = ["CHANGEABLE", "OPTIONS", "StudySettings", "settle"]

@@ -20,16 +20,17 @@ def open_optuna_storage(url: str) -> Any:
     import optuna
     from optuna.storages import RDBStorage
 
-    from autotune.records import redact_url
+    from autotune.records import engine_options, redact_url
+    from autotune.records._engine import POSTGRES_INSTALL
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return RDBStorage(url, engine_kwargs=_engine_kwargs(url), **_heartbeat_kwargs())
+            return RDBStorage(url, engine_kwargs=engine_options(url), **_heartbeat_kwargs())
     except (ImportError, ModuleNotFoundError) as exc:
         raise UsageError(
             f"The storage {redact_url(url)} needs a database driver that is not installed "
-            f"({exc}). For PostgreSQL: pip install 'autotune[postgres]'."
+            f"({exc}). For PostgreSQL: {POSTGRES_INSTALL}."
         ) from exc
     except Exception as exc:  # SQLAlchemy's argument and connection errors
         raise UsageError(
@@ -54,12 +55,6 @@ def _heartbeat_kwargs() -> dict[str, Any]:
         else:
             kwargs["failed_trial_callback"] = storages.RetryFailedTrialCallback(max_retry=1)
     return kwargs
-
-
-def _engine_kwargs(url: str) -> dict[str, Any]:
-    if url.startswith("sqlite"):
-        return {"connect_args": {"timeout": 60}}
-    return {"pool_pre_ping": True}
 
 
 def default_cache_dir(study: str, study_id: int, storage: str) -> str:

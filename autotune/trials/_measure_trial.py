@@ -44,6 +44,7 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
     facts: dict[str, Any] = {
         "environment": environment_fingerprint(spec.device),
         "threads": torch.get_num_threads(),
+        "batch_size": spec.batch_size,
     }
     try:
         if spec.workload == "train":
@@ -72,7 +73,7 @@ def _setup(spec: TrialSpec) -> Workload:
         torch.manual_seed(spec.seed)
         model = build_model(module, spec.device)
         torch.manual_seed(spec.seed)
-        calls = build_calls(module, spec.device)
+        calls = build_calls(module, spec.device, spec.batch_size)
         model.eval()
         reference = measure.clone_outputs(_sweep(model, calls))
     except Exception as exc:

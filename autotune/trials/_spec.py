@@ -15,6 +15,7 @@ FAILURE_KINDS = (
     "accuracy",  # outputs differ from eager beyond the dtype's tolerance
     "model_error",  # the model file broke its contract or eager itself failed
     "memory_budget",  # ran and matched eager, but its peak memory broke --memory-budget
+    "latency_budget",  # ran and matched eager, but one call took longer than --max-latency-ms
     "recompile_storm",  # hit Dynamo's recompile limit: new shapes silently ran eager
 )
 
@@ -63,6 +64,7 @@ class TrialSpec:
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     cache_dir: str | None = None
     relaxed_numerics: bool = False  # the config relaxes numerics: looser correctness gate
+    batch_size: int | None = None  # get_inputs(device, batch_size); None: get_inputs(device)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -105,6 +107,7 @@ class TrialResult:
     phases: dict[str, float] = field(default_factory=dict)  # setup_s, compile_s, timing_s
     threads: int | None = None  # torch intra-op threads the trial ran with
     per_shape: list[dict[str, Any]] = field(default_factory=list)  # shape distributions only
+    batch_size: int | None = None  # the batch size get_inputs was asked for, if one was
     wall_time_s: float | None = None
 
     @property

@@ -108,7 +108,7 @@ def setup(spec: TrialSpec) -> TrainWork:
         torch.manual_seed(spec.seed)
         model = build_model(module, spec.device).train()
         torch.manual_seed(spec.seed)
-        calls = build_calls(module, spec.device)
+        calls = build_calls(module, spec.device, spec.batch_size)
         work = TrainWork(module, model, calls, loss_function(module), spec.seed)
         work.eager = stepper(work, None)
         work.reference = [_first(work.eager, call) for call in calls]

@@ -1,4 +1,9 @@
-"""``autotune verify``: re-measure a best-config file on this machine and check its claims."""
+"""``autotune verify``: re-measure a best-config file on this machine and check its claims.
+
+``_run`` measures (the plan of each repeat, in ABBA order), ``_claims`` sets the file's claims
+beside the measurements pooled over repeats, ``_rules`` judges them, ``_warnings`` adds what
+fails nothing, and ``_report`` holds the result and its ``--json`` form.
+"""
 
 from __future__ import annotations
 

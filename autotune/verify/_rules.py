@@ -70,12 +70,13 @@ def noise_floor(eager_vs_eager: Sequence[TrialResult]) -> float | None:
 
 def judge(
     best: BestConfig,
-    rounds: list[dict[str, TrialResult]],
+    repeats: Sequence[dict[str, TrialResult]],
     claimed: dict[str, float | None],
     measured: dict[str, float | None],
     tol: float,
 ) -> tuple[str, list[str]]:
-    failed = next((r["config"] for r in rounds if "config" in r and not r["config"].ok), None)
+    """The verdict and its reasons: a failed config run first, then the claims."""
+    failed = next((r["config"] for r in repeats if "config" in r and not r["config"].ok), None)
     if failed is not None:
         kind = "incorrect" if failed.failure_kind == "accuracy" else "broken"
         return kind, [f"the config failed here: {failed.failure_kind}: {failed.error}"]

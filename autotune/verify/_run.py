@@ -17,6 +17,7 @@ from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
 from autotune.trials._spec import DEFAULT_PRECISION
+from autotune.verify._claims import Repeat
 from autotune.verify._report import VerifyReport, build_report
 from autotune.verify._rules import DEFAULT_TOLERANCE
 
@@ -71,8 +72,8 @@ def verify(
         budget_s=budget_s,
         measure=MeasureSettings(target_seconds=measure_seconds).precise(precision),
     )
-    rounds = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
-    return build_report(best, device, rounds, tolerance)
+    measured = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
+    return build_report(best, device, measured, tolerance)
 
 
 def plan_measurements(
@@ -103,18 +104,18 @@ def _measure(
     repeats: int,
     on_trial: OnTrial | None,
     relaxed: bool,
-) -> list[dict[str, TrialResult]]:
+) -> list[Repeat]:
     """Runs the plan ``repeats`` times, every other one backwards; a failed config trial ends
     the measuring after its repeat. ``relaxed``: the config is held to the looser gate its
     search held it to."""
-    rounds: list[dict[str, TrialResult]] = []
+    done: list[Repeat] = []
     for repeat in range(1, repeats + 1):
-        rounds.append({})
+        done.append({})
         # Every other repeat runs the plan backwards (ABBA): the pooled figures of the config
         # and of the default compile then span the same minutes of the machine's drift.
         for name, config in plan if repeat % 2 else plan[::-1]:
             loose = relaxed and name == "config"
-            result = rounds[-1][name] = _run_cold(runner, base, config, loose)
+            result = done[-1][name] = _run_cold(runner, base, config, loose)
             if on_trial is not None:
                 on_trial(repeat, name, result)
             if name == "eager" and not result.ok:
@@ -123,10 +124,10 @@ def _measure(
                     f"{base.device} ({result.failure_kind}: {result.error}). Nothing can be "
                     "verified without the eager baseline; fix the model file or the options."
                 )
-        config_run = rounds[-1].get("config")
+        config_run = done[-1].get("config")
         if config_run is not None and not config_run.ok:
-            return rounds  # the repeat is whole (its eager run read the noise), the rest moot
-    return rounds
+            return done  # the repeat is whole (its eager run read the noise), the rest moot
+    return done
 
 
 def _run_cold(

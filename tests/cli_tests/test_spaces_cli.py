@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from autotune.cli import _parser, main
-from autotune.search import _request
+from autotune.cli import build_parser, main
+from autotune.cli.search import _request
 
 
 def test_spaces_lists_the_builtin_spaces_with_their_descriptions(capsys):
@@ -76,7 +76,8 @@ def test_show_and_check_are_mutually_exclusive(capsys):
 @pytest.mark.parametrize("allow", [False, True])
 def test_search_passes_allow_numerics_changes_to_the_space(model_file, space_file, allow):
     argv = ["search", model_file("tiny"), "--device", "cpu", "--space", space_file("numerics")]
-    args: argparse.Namespace = _parser().parse_args(argv + (["--allow-numerics-changes"] * allow))
+    parser, _ = build_parser()
+    args: argparse.Namespace = parser.parse_args(argv + (["--allow-numerics-changes"] * allow))
     stored = _request(args).settings.space
     assert ("numerics" in stored) is allow
     assert stored.get("allow_numerics_changes", False) is allow

@@ -7,49 +7,24 @@ the connection's search_path, so Optuna's tables and ours start empty and reruns
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
+from postgres import needs_postgres
 
 from autotune.records import RecordStore, TrialRecord
 
-POSTGRES_URL = os.environ.get("AUTOTUNE_TEST_POSTGRES_URL")
-
-BACKENDS = [
-    "sqlite",
-    pytest.param(
-        "postgres",
-        marks=[
-            pytest.mark.postgres,
-            pytest.mark.skipif(not POSTGRES_URL, reason="AUTOTUNE_TEST_POSTGRES_URL is not set"),
-        ],
-    ),
-]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=needs_postgres)]
 
 
 @pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A storage URL to an empty database on each backend."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'autotune.db'}"
-        return
-    assert POSTGRES_URL is not None
-    schema = f"autotune_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(POSTGRES_URL)
-    with admin.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    url = sa.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+        return f"sqlite:///{tmp_path / 'autotune.db'}"
+    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

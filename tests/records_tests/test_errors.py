@@ -38,7 +38,18 @@ def test_unknown_dialect_is_a_storage_error() -> None:
     message = _open_error("nosuchdb://user:pw@host/db")
 
     assert "nosuchdb://user:***@host/db" in message
-    assert "driver must be installed" in message
+    assert "driver must be installed (for PostgreSQL: pip install 'autotune[postgres]')" in message
+
+
+def test_one_install_hint_for_postgresql_everywhere() -> None:
+    """Every message naming the PostgreSQL driver says the same thing: the package's extra."""
+    root = Path(__file__).parents[2] / "autotune"
+    hints = {
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "psycopg[binary]" in path.read_text()
+    }
+    assert hints == set()
 
 
 def test_missing_sqlite_directory_is_a_storage_error(tmp_path: Path) -> None:

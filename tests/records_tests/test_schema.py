@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import optuna
 import pytest
@@ -103,3 +106,26 @@ def test_reopening_keeps_studies_and_trials(
     with RecordStore(db_url) as store:
         assert store.study_settings("s") == {"seed": 0}
         assert store.trials("s") != []
+
+
+def test_a_database_written_by_the_first_schema_still_opens_and_gains_the_new_tables(
+    tmp_path, capsys
+) -> None:
+    """tests/fixtures/databases/schema1.db was written by autotune before finalist rounds were
+    recorded (commit b8a761a): a study "old" with its eager baseline."""
+    from autotune.cli import main
+    from autotune.study import StudySettings
+
+    path = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / "databases" / "schema1.db", path)
+    url = f"sqlite:///{path}"
+    with RecordStore(url) as store:
+        settings = StudySettings.from_dict(store.study_settings("old") or {})
+        assert (settings.seed, settings.trials, settings.finalists) == (3, 20, 3)
+        assert [r.baseline for r in store.trials("old")] == ["eager"]
+        assert store.finalist_rounds("old") == []
+    assert {"autotune_finalist_rounds", "autotune_finalist_results"} <= set(_tables(url))
+    out = tmp_path / "best.json"
+    assert main(["finalize", "--study", "old", "--storage", url, "--out", str(out)]) == 0
+    assert "no compiled configuration was measured" in capsys.readouterr().out
+    assert json.loads(out.read_text())["decision"] == "do_not_compile"

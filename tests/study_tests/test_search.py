@@ -53,9 +53,10 @@ def request_for(tmp_path, model_file, space_file):
         space = load_space(space_file("aot_eager"), "cpu")
         study_settings = StudySettings(
             model_path=model_file(model), device="cpu", space=space.to_dict(),
-            space_hash=space.content_hash(), torch_version="2.13.0", scope=scope, **settings,
+            space_hash=space.content_hash(), torch_version="2.13.0", scope=scope,
+            trials=trials, **settings,
         )  # fmt: skip
-        return SearchRequest(study, f"sqlite:///{tmp_path}/t.db", study_settings, trials)
+        return SearchRequest(study, f"sqlite:///{tmp_path}/t.db", study_settings)
 
     return make
 
@@ -110,7 +111,7 @@ def test_resume_runs_only_what_is_left_and_no_baseline_twice(request_for):
 
 def test_resume_with_another_model_is_refused(request_for):
     Search(request_for(trials=1), TableRunner()).run()
-    with pytest.raises(UsageError, match="already exists with other settings.*model_path"):
+    with pytest.raises(UsageError, match="other settings .the model file: the study has"):
         Search(request_for(trials=1, model="shapes"), TableRunner())
 
 

@@ -1,13 +1,16 @@
-"""Plain-text lines for the terminal: one per finished trial, and the closing summary."""
+"""Plain-text lines for the terminal: one per finished trial, the Pareto front, and the
+closing summary."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 from autotune.records import TrialRecord
+from autotune.reports._format import calls as _calls
+from autotune.reports._format import clip as _clip
+from autotune.reports._format import ms as _ms
 from autotune.runtime.config import BestConfig
-from autotune.study._objective import Objective, break_even_calls
+from autotune.study import Decision, Objective, break_even_calls
 from autotune.study._pareto import axis_value
 
 _BRIEF_WIDTH = 58
@@ -20,13 +23,16 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
     head = f"#{r.trial_number:>3} {brief:<{_BRIEF_WIDTH}}"
     reused = f"  (same config as #{r.duplicate_of}: reused)" if r.duplicate_of is not None else ""
     if r.status != "ok":
-        return f"{head} {r.failure_kind:<13} {_clip(r.error or '', 100)}{reused}"
+        batch = f"(batch {r.batch_size}) " if r.batch_size is not None else ""
+        return f"{head} {r.failure_kind:<13} {batch}{_clip(r.error or '', 100)}{reused}"
     compile_s = f"compile {r.compile_time_s:6.1f}s" if r.compile_time_s is not None else " " * 14
     latency = f"{_ms(r.latency_median_s)} ±{_ms(r.latency_iqr_s, 3)}"
     default = f"  {r.speedup_vs_default:5.2f}x default" if r.speedup_vs_default else ""
     payback = ""
     if objective is not None and objective.kind == "amortized" and r.compile_time_s:
         payback = f"  pays back after {_calls(break_even_calls(r))} calls"
+    if r.batch_size is not None and objective is not None:
+        payback += f"  batch {r.batch_size} {objective.score(r) or 0:,.0f} samples/s"
     return (
         f"{head} {'ok':<13} {compile_s}  {latency}  {r.speedup_vs_eager or 0:5.2f}x eager"
         f"{default}{payback}{reused}"
@@ -63,6 +69,19 @@ def _front_row(r: TrialRecord, mark: str) -> str:
     )
 
 
+def decision(made: Decision, out: str) -> str:
+    """What :func:`autotune.study.finalize` decided: the front it picked from (``--pareto``),
+    then the summary."""
+    lines = []
+    objective = str(made.best.workload.get("objective") or "")
+    if made.front is not None and objective.startswith("pareto:"):
+        title = "finalists" if made.finalists else "search"
+        axes = objective.removeprefix("pareto:").split(",")
+        lines.append(pareto_table(made.front, axes, title, made.chosen))
+    lines.append(summary(made.best, out, made.records))
+    return "\n".join(lines)
+
+
 def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
     """What was decided, why, and where the file is."""
     kinds = Counter(r.failure_kind or "ok" for r in records if r.duplicate_of is None)
@@ -89,29 +108,21 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
             f"      pays back its compile time after {_calls(vs_eager)} calls vs eager"
             + against_default
         )
+        if m.get("samples_per_s"):
+            batch = best.workload.get("batch_size")
+            lines.append(f"      {m['samples_per_s']:,.0f} samples/s at batch size {batch}")
     else:
         lines.append("Decision: do not compile.")
+        if best.metrics.get("eager_samples_per_s"):
+            batch = best.workload.get("batch_size")
+            lines.append(
+                f"Serve eager at batch size {batch}: "
+                f"{best.metrics['eager_samples_per_s']:,.0f} samples/s."
+            )
     lines.append(f"Why: {best.reason}.")
     lines.append(f"Wrote {out} (apply it with autotune.apply(model, {out!r})).")
     return "\n".join(lines)
 
 
-def _calls(n: float | int | None) -> str:
-    if n is None or n == float("inf"):
-        return "never"
-    return f"{math.ceil(n):,}"
-
-
-def _ms(seconds: float | None, digits: int = 4) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds * 1e3:.{digits}g}ms"
-
-
 def _x(value: float | int | None) -> str:
     return f"{value:.2f}x" if value else "-"
-
-
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -6,20 +6,24 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from autotune import _argtypes as argtypes
+from autotune.cli import _options as options
 
 if TYPE_CHECKING:
     from autotune.space import Knob
 
+INTERRUPTED = "nothing was written."
 
-def add_spaces_parser(sub: argparse._SubParsersAction) -> None:
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     """Adds ``autotune spaces [--show NAME | --check PATH]`` to the subcommands."""
-    p = sub.add_parser(
+    p = options.add_subcommand(
+        sub,
         "spaces",
         help="list, show or check search spaces",
         description="Without options, list the built-in search spaces. Spaces are validated "
         "against the installed torch, for --device (default: the space's own device for a "
-        "built-in cpu/cuda space, else cuda if available).",
+        "built-in cpu/cuda space, else cuda if available); checking a space for cuda needs "
+        "no GPU.",
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument(
@@ -32,17 +36,17 @@ def add_spaces_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="validate a space file: 'ok: N configurations', or every problem and exit 2",
     )
-    p.add_argument("--device", type=argtypes.device, help="cpu, cuda or cuda:N")
+    options.add_device(p, "the device the space is validated for")
     p.add_argument(
         "--allow-numerics-changes",
         action="store_true",
         help="--check: count the [numerics] knobs too, as `search --allow-numerics-changes` does",
     )
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
-    p.set_defaults(run=run_spaces)
+    options.add_debug(p)
+    return p
 
 
-def run_spaces(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Runs ``autotune spaces``; a bad space raises SpaceError (exit code 2)."""
     if args.check:
         return _check(args.check, args.device, args.allow_numerics_changes)
@@ -70,7 +74,7 @@ def _check(path: str, device: str | None, allow_numerics: bool) -> int:
 
     from autotune.space import load_space
 
-    device = device or _default_device(path)
+    device = _device(device, path)
     space = load_space(path, device, allow_numerics_changes=allow_numerics)
     for note in space.notes:
         print(f"note: {note}")
@@ -86,7 +90,7 @@ def _show(name: str, device: str | None) -> int:
 
     from autotune.space import load_space
 
-    device = device or _default_device(name)
+    device = _device(device, name)
     plain = load_space(name, device)
     space = load_space(name, device, allow_numerics_changes=True)
     more = f" ({space.size} with --allow-numerics-changes)" if space.searches_numerics else ""
@@ -132,14 +136,10 @@ def _toml(value: Any) -> str:
     return repr(value)
 
 
-def _default_device(space: str) -> str:
+def _device(given: str | None, space: str) -> str:
     """A built-in space named after a device is checked for it; anything else for this
     machine's device."""
-    if space in ("cpu", "cuda"):
-        return space
-    from autotune._device import default_device
+    from autotune._device import resolve_device
 
-    return default_device()
-
-
-__all__ = ["add_spaces_parser", "run_spaces"]
+    own = space if space in ("cpu", "cuda") else None
+    return resolve_device(given, fallback=own, remedy="", require_cuda=False)

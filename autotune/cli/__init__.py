@@ -1,0 +1,93 @@
+"""The ``autotune`` command: one module per subcommand, each parsing its arguments, calling the
+library once and printing what it returned.
+
+Every subcommand module defines ``add_parser(subparsers)`` and ``run(args) -> int``. Bad input
+raises :class:`~autotune.errors.UsageError`: one paragraph on stderr, exit code 2, the traceback
+only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import traceback
+from types import ModuleType
+from typing import Any
+
+from autotune.cli import finalize as finalize
+from autotune.cli import search as search
+from autotune.cli import spaces as spaces
+from autotune.cli import verify as verify
+from autotune.cli._options import Parser
+from autotune.errors import UsageError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+COMMANDS: dict[str, ModuleType] = {
+    "search": search,
+    "finalize": finalize,
+    "spaces": spaces,
+    "verify": verify,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser, commands = build_parser()
+    args = parse(parser, commands, argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    from autotune.trials._runner import tracked
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    before = tracked()  # an in-process caller's own trials are not ours to kill
+    try:
+        return int(COMMANDS[args.command].run(args))
+    except UsageError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"autotune: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"autotune: interrupted; {COMMANDS[args.command].INTERRUPTED}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        from autotune.trials import kill_all_trials
+
+        kill_all_trials(keep=before)
+
+
+def build_parser() -> tuple[Parser, dict[str, Parser]]:
+    """The top-level parser and each subcommand's own."""
+    from autotune import __version__
+
+    parser = Parser(
+        prog="autotune",
+        description="Search torch.compile configurations on this machine and emit the best.",
+    )
+    parser.add_argument("--version", action="version", version=f"autotune {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = {name: module.add_parser(sub) for name, module in COMMANDS.items()}
+    return parser, commands
+
+
+def parse(parser: Parser, commands: dict[str, Parser], argv: list[str]) -> argparse.Namespace:
+    """Parses ``argv``; an option the subcommand does not know is reported with the
+    subcommand's usage (and a "did you mean"), not the top-level one."""
+    args, extras = parser.parse_known_args(argv)
+    command = getattr(args, "command", None)
+    if extras:
+        (commands[command] if command else parser).unrecognized(extras)
+    if command:
+        args.given = commands[command].given(argv[argv.index(command) + 1 :])
+    return args
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+__all__ = ["COMMANDS", "build_parser", "main", "parse"]

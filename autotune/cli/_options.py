@@ -1,0 +1,160 @@
+"""What the subcommands share: the parser class, the help format, and the options defined once.
+
+Each shared option is defined here, once, with its type and default; a subcommand says only
+what the option means for it (``help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import os
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from autotune.cli import _argtypes as argtypes
+from autotune.errors import UsageError
+from autotune.trials._spec import DEFAULT_PRECISION
+
+if TYPE_CHECKING:
+    from autotune.trials import TrialRunner
+
+_UNSET = object()
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows every option's default, as argparse's ArgumentDefaultsHelpFormatter does, but only
+    where there is one (no "(default: None)" for options that are off unless given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "%(default)" in text or not action.option_strings or default is argparse.SUPPRESS:
+            return text
+        if default is None or default is False:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors suggest the option or command that was probably meant."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument COMMAND: invalid choice:"):
+            message += _suggestion(message.split("'")[1], self._choices())
+        super().error(message)
+
+    def unrecognized(self, extras: list[str]) -> NoReturn:
+        """Refuses arguments this parser does not know, naming a close option for each."""
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        hints = []
+        for extra in extras:
+            near = _suggestion(extra.split("=", 1)[0], known) if extra.startswith("-") else ""
+            hints.append(f"{extra}{near}")
+        self.error(f"unrecognized arguments: {', '.join(hints)}")
+
+    def given(self, argv: list[str]) -> frozenset[str]:
+        """The destinations of the options ``argv`` sets explicitly (not by their default)."""
+        dests = {a.dest for a in self._actions if a.dest is not argparse.SUPPRESS}
+        namespace = argparse.Namespace(**dict.fromkeys(dests, _UNSET))
+        parsed, _ = self.parse_known_args(argv, namespace)
+        return frozenset(d for d in dests if getattr(parsed, d, _UNSET) is not _UNSET)
+
+    def _choices(self) -> list[str]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return list(action.choices)
+        return []
+
+
+def _suggestion(word: str, candidates: list[str]) -> str:
+    near = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def add_subcommand(
+    sub: argparse._SubParsersAction, name: str, help: str, description: str
+) -> Parser:
+    """A subcommand's parser (a :class:`Parser`, as its parent)."""
+    parser = sub.add_parser(name, help=help, description=description)
+    assert isinstance(parser, Parser)
+    return parser
+
+
+def add_device(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--device", type=argtypes.device, metavar="cpu|cuda|cuda:N", help=help)
+
+
+def add_compile_budget(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument(
+        "--compile-budget", type=argtypes.positive_float, default=600.0, metavar="SECONDS",
+        help=help,
+    )  # fmt: skip
+
+
+def add_measure_seconds(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument(
+        "--measure-seconds", type=argtypes.positive_float, default=2.0, metavar="SECONDS",
+        help=help,
+    )  # fmt: skip
+
+
+def add_precision(p: argparse.ArgumentParser, subject: str) -> None:
+    p.add_argument(
+        "--precision",
+        type=argtypes.fraction,
+        default=DEFAULT_PRECISION,
+        metavar="F",
+        help=f"{subject} time past --measure-seconds until their median speedup is known "
+        "within +-F (95%% confidence), for at most 5x as long; 0 turns it off",
+    )
+
+
+def add_seed(p: argparse.ArgumentParser, help: str, default: int | None = 0) -> None:
+    p.add_argument("--seed", type=argtypes.seed, default=default, help=help)
+
+
+def add_storage(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--storage",
+        default="sqlite:///autotune.db",
+        metavar="URL",
+        help="SQLAlchemy URL of Optuna's and autotune's tables; PostgreSQL: "
+        "postgresql+psycopg://USER@HOST/DB (pip install 'autotune[postgres]')",
+    )
+
+
+def add_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--out", default="best_config.json", metavar="PATH", help="best-config file to write"
+    )
+
+
+def add_debug(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
+
+
+def trial_runner() -> TrialRunner | None:
+    """The trial runner ``$AUTOTUNE_TRIAL_RUNNER`` names (``module:factory``, called with no
+    arguments), or None for the real one. It replaces the trial body only, for the test suite
+    and the benchmarks (a sleep or a table of results in place of a compile): storage,
+    sampler, budgets and records stay the real ones."""
+    named = os.environ.get(RUNNER_ENV)
+    if not named:
+        return None
+    module, _, factory = named.partition(":")
+    try:
+        made = getattr(importlib.import_module(module), factory)()
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise UsageError(
+            f"${RUNNER_ENV}={named!r} names no trial runner factory ({exc}); set it to "
+            "MODULE:FACTORY, importable from here, or unset it to run real trials."
+        ) from exc
+    return made

@@ -1,0 +1,57 @@
+"""``autotune finalize --study NAME``: choose a study's winner from its records and write the
+best-config file, as the search that ran it would have."""
+
+from __future__ import annotations
+
+import argparse
+
+from autotune.cli import _argtypes as argtypes
+from autotune.cli import _options as options
+
+INTERRUPTED = "the finalists measured so far are recorded; nothing else changed."
+
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
+    p = options.add_subcommand(
+        sub,
+        "finalize",
+        help="choose a study's winner from its records and write the best-config file",
+        description="Choose the winner of a study that has been searched (by `autotune search` "
+        "here or by workers elsewhere) and write the best-config file. The study's stored "
+        "settings decide everything (objective, --pick rule, how many finalists); finalists "
+        "measured before are used as recorded unless --remeasure.",
+    )
+    p.add_argument("--study", required=True, metavar="NAME", help="the study to finalize")
+    options.add_storage(p)
+    options.add_out(p)
+    p.add_argument(
+        "--remeasure",
+        action="store_true",
+        help="measure the finalists again even when a finished round of them is recorded",
+    )
+    p.add_argument(
+        "--timeout",
+        type=argtypes.positive_float,
+        metavar="SECONDS",
+        help="wall clock for the finalists; with too little, they are skipped with a note",
+    )
+    options.add_debug(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from autotune._deadline import Deadline
+    from autotune.reports import terminal
+    from autotune.study import finalize
+
+    decision = finalize(
+        args.storage,
+        args.study,
+        args.out,
+        remeasure_finalists=args.remeasure,
+        deadline=Deadline.after(args.timeout),
+        runner=options.trial_runner(),
+        on_note=lambda note: print(note, flush=True),
+    )
+    print(terminal.decision(decision, args.out))
+    return 0

@@ -1,0 +1,364 @@
+"""``autotune search MODEL.py``: run or resume a study, then choose the winner and write it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autotune.cli import _argtypes as argtypes
+from autotune.cli import _options as options
+from autotune.errors import UsageError
+
+if TYPE_CHECKING:
+    from autotune._deadline import Deadline
+    from autotune.study import Search, SearchRequest
+    from autotune.trials import TrialRunner
+
+INTERRUPTED = "every finished trial is saved. Run the same command to resume the study."
+
+# The study setting each option sets: what a resumed study compares with what it stored.
+SETTINGS_OF = {
+    "model": "model_path",
+    "device": "device",
+    "space": "space_hash",
+    "allow_numerics_changes": "space_hash",
+    "workload": "workload",
+    "seed": "seed",
+    "compile_budget": "compile_budget_s",
+    "measure_seconds": "measure",
+    "sampler": "sampler",
+    "scope": "scope",
+    "objective": "objective",
+    "calls": "calls",
+    "memory_budget": "memory_budget_bytes",
+    "pareto": "pareto",
+    "pareto_axes": "pareto",
+    "precision": "finalist_precision",
+    "trials": "trials",
+    "finalists": "finalists",
+    "pick": "pick",
+    "warm_start": "warm_start",
+    "batch_sizes": "batch_sizes",
+    "max_latency_ms": "max_latency_s",
+}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
+    p = options.add_subcommand(
+        sub,
+        "search",
+        help="search compile configs for a model file",
+        description="Measure eager and default torch.compile, then search the space; every "
+        "trial runs in a process of its own. Re-running with the same --study and --storage "
+        "resumes the study under its stored settings: options left out keep the stored "
+        "values, and only --trials, --finalists, --precision, --pick and --warm-start may "
+        "change.",
+    )
+    p.add_argument("model", help="model file defining get_model(device) and get_inputs(device)")
+    _budgets(p)
+    _where(p)
+    _objectives(p)
+    _how(p)
+    options.add_debug(p)
+    return p
+
+
+def _budgets(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trials", type=argtypes.positive_int, default=20,
+        help="trial budget of the study, baselines excluded; a later run may raise it",
+    )  # fmt: skip
+    p.add_argument(
+        "--timeout", type=argtypes.positive_float, metavar="SECONDS",
+        help="wall clock of this whole command: probes, trials and finalists (these run on "
+        "what time is left, or are skipped with a note)",
+    )  # fmt: skip
+    options.add_compile_budget(
+        p, "per trial: a trial still compiling or running after it is killed (timeout)"
+    )
+    p.add_argument(
+        "--memory-budget", type=argtypes.size, metavar="SIZE",
+        help="peak memory a trial may use (e.g. 8GiB, 500MB): above it a trial is infeasible "
+        "(CUDA: max allocated; CPU: peak RSS of the trial process)",
+    )  # fmt: skip
+    p.add_argument(
+        "--finalists", type=argtypes.non_negative_int, default=3, metavar="N",
+        help="re-measure the N best configs and default torch.compile in fresh processes, "
+        "cold and warm, before choosing (0 skips)",
+    )  # fmt: skip
+    p.add_argument(
+        "--remeasure", action="store_true",
+        help="measure the finalists again even when a finished round of them is recorded",
+    )  # fmt: skip
+
+
+def _where(p: argparse.ArgumentParser) -> None:
+    from autotune.space import builtin_names
+
+    p.add_argument(
+        "--space", metavar="NAME_OR_PATH",
+        help=f"a built-in space ({', '.join(builtin_names())}) or a .toml path (default: the "
+        "space named after the device)",
+    )  # fmt: skip
+    p.add_argument("--study", metavar="NAME", help="study name (default: MODEL-DEVICE)")
+    options.add_storage(p)
+    options.add_out(p)
+    options.add_device(p, "where trials run (default: cuda if available, else cpu)")
+    p.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="kernel cache shared by the study's trials "
+        "(default: $AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study)",
+    )  # fmt: skip
+
+
+def _objectives(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--objective", choices=("latency", "throughput", "amortized"), default="latency",
+        help="latency: steady-state speedup over eager; throughput: samples per second over "
+        "--batch-sizes; amortized: the compile time charged to --calls N calls",
+    )  # fmt: skip
+    p.add_argument(
+        "--calls", type=argtypes.positive_int, metavar="N",
+        help="with --objective amortized: the calls the compile must pay back",
+    )  # fmt: skip
+    p.add_argument(
+        "--batch-sizes", type=argtypes.positive_ints, metavar="B,B,...",
+        help="with --objective throughput: batch sizes to search (the model file's "
+        "get_inputs(device, batch_size) builds each)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-latency-ms", type=argtypes.positive_float, metavar="MS",
+        help="with --objective throughput: a config whose call takes longer is infeasible",
+    )  # fmt: skip
+    p.add_argument(
+        "--pareto", action="store_true",
+        help="multi-objective study: latency against compile time (and, with --pareto-axes, "
+        "memory); prints the Pareto front, --pick chooses from it",
+    )  # fmt: skip
+    p.add_argument(
+        "--pareto-axes", metavar="AXES",
+        help="with --pareto: latency,compile (default) or latency,compile,memory",
+    )  # fmt: skip
+    p.add_argument(
+        "--pick", metavar="RULE",
+        help="with --pareto: a goal (fastest, min-compile, min-memory; default fastest) and "
+        "limits, quoted, e.g. 'fastest,compile<=60' or 'min-compile,speedup>=1.2'",
+    )  # fmt: skip
+    p.add_argument(
+        "--warm-start", action="store_true",
+        help="amortized objective and --pick: charge the warm compile (a restarted process "
+        "reusing its cache) instead of the cold one (a new machine)",
+    )  # fmt: skip
+
+
+def _how(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workload", choices=("infer", "train"), default="infer",
+        help="infer: eval() under no_grad; train: one training step (forward, loss, backward, "
+        "optimizer step), see the README's model file section",
+    )  # fmt: skip
+    p.add_argument(
+        "--scope", choices=("search", "whole"), default="search",
+        help="search: probe the model's parts and search which to compile (whole, regional "
+        "blocks, children, some kept eager); whole: compile the whole model only",
+    )  # fmt: skip
+    p.add_argument(
+        "--allow-numerics-changes", action="store_true",
+        help="also search the space's [numerics] knobs (fast math etc.), held to a 10x looser "
+        "correctness tolerance",
+    )  # fmt: skip
+    options.add_seed(p, "seeds the sampler, the weights and the inputs")
+    p.add_argument("--sampler", choices=("tpe", "random"), default="tpe", help="Optuna sampler")
+    options.add_measure_seconds(p, "interleaved eager/compiled timing per trial")
+    options.add_precision(p, "finalists")
+    p.add_argument(
+        "--jobs", type=argtypes.positive_int, default=1,
+        help="trials run at once (CPU only; each job gets CPU cores of its own)",
+    )  # fmt: skip
+    p.add_argument(
+        "--trial-host", choices=("warm", "cold"), default="warm",
+        help="warm: fork each trial from a host that already imported torch and Inductor; "
+        "cold: a fresh Python process per trial",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs or resumes a study, then writes its best-config file; returns the exit code."""
+    from autotune._deadline import Deadline
+    from autotune.reports import terminal
+    from autotune.study import Search
+
+    request = _request(args, Deadline.after(args.timeout))
+    search = Search(request, on_note=_say)
+    search.on_record = lambda record: _say(terminal.trial_line(record, search.objective))
+    runners = _runners(args, search.settings.device)
+    search.runners = list(runners)
+    try:
+        _header(search)
+        records = search.run()
+    finally:
+        for runner in runners:
+            runner.close()
+    if not any(r.baseline == "eager" and r.status == "ok" for r in records):
+        print(
+            "No best-config file was written: the eager baseline was not measured before the "
+            "run stopped. Run the same command again to continue the study.",
+            flush=True,
+        )
+        return 1
+    return _finalize(args, search)
+
+
+def _finalize(args: argparse.Namespace, search: Search) -> int:
+    from autotune.reports import terminal
+    from autotune.study import candidates, finalist_candidates, finalize, study_front
+
+    settings, request = search.settings, search.request
+    axes = settings.pareto
+    if axes:
+        records = search.records.trials(request.study_name)
+        if finalist_candidates(records, settings):
+            front = study_front(candidates(records), records, axes)
+            print(terminal.pareto_table(front, axes, "search"), flush=True)
+    decision = finalize(
+        request.storage, request.study_name, args.out, remeasure_finalists=args.remeasure,
+        deadline=request.deadline, runner=options.trial_runner(), on_note=_say,
+    )  # fmt: skip
+    print(terminal.decision(decision, args.out), flush=True)
+    return 0
+
+
+def _header(search: Search) -> None:
+    for note in search.space.notes:
+        print(f"note: {note}")
+    s, done = search.settings, search.done()
+    what = f"{s.model_path} on {s.device}, space {search.space.name!r} ({search.space.size:,} "
+    what += "configurations)"
+    if done:
+        print(f"study {search.request.study_name!r} (resumed, {done} of {s.trials} trials "
+              f"done): {what}", flush=True)  # fmt: skip
+    else:
+        print(f"study {search.request.study_name!r}: {what}, {s.trials} trials", flush=True)
+
+
+def _say(note: str) -> None:
+    print(note, flush=True)
+
+
+def _runners(args: argparse.Namespace, device: str) -> list[TrialRunner]:
+    from autotune.trials import SubprocessRunner, WarmHostRunner
+
+    cores = _core_sets(args.jobs, device)
+    replaced = [options.trial_runner() for _ in cores]
+    if all(replaced):
+        return [r for r in replaced if r is not None]
+    kind = WarmHostRunner if args.trial_host == "warm" else SubprocessRunner
+    return [kind(cores=c) for c in cores]
+
+
+def _core_sets(jobs: int, device: str) -> list[list[int] | None]:
+    """Disjoint CPU cores per job, so parallel trials neither oversubscribe nor share cores."""
+    if jobs == 1:
+        return [None]
+    if not device.startswith("cpu"):
+        raise UsageError(
+            f"--jobs {jobs} needs --device cpu: trials sharing one GPU would time each other. "
+            "Run one search per GPU (e.g. --device cuda:0, --device cuda:1) on one --study "
+            "and --storage instead."
+        )
+    cores = sorted(os.sched_getaffinity(0))
+    if jobs > len(cores):
+        raise UsageError(
+            f"--jobs {jobs} is more than the {len(cores)} CPU cores this process may use; "
+            f"pass --jobs {len(cores)} or fewer (each job gets cores of its own)."
+        )
+    share = len(cores) // jobs
+    return [cores[i * share : (i + 1) * share] for i in range(jobs)]
+
+
+def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> SearchRequest:
+    import torch
+
+    from autotune._deadline import Deadline
+    from autotune._device import resolve_device
+    from autotune.space import load_space
+    from autotune.study import Objective, SearchRequest, StudySettings
+    from autotune.trials import MeasureSettings
+    from autotune.workload import load_model_file, require_batch_size
+
+    max_latency_s = args.max_latency_ms / 1e3 if args.max_latency_ms else None
+    batch_sizes = list(args.batch_sizes) if args.batch_sizes else None
+    Objective(args.objective, args.calls, batch_sizes, max_latency_s)  # refuses a bad mix
+    pareto = _pareto_axes(args)
+    model = Path(args.model).resolve()
+    module = load_model_file(model)
+    if batch_sizes:
+        require_batch_size(module)
+    device = resolve_device(args.device, remedy=_NO_CUDA)
+    space = load_space(
+        args.space or device.split(":")[0],
+        device,
+        workload=args.workload,
+        allow_numerics_changes=args.allow_numerics_changes,
+    )
+    settings = StudySettings(
+        model_path=str(model),
+        device=device,
+        workload=args.workload,
+        space=space.to_dict(),
+        space_hash=space.content_hash(),
+        torch_version=torch.__version__,
+        seed=args.seed,
+        compile_budget_s=args.compile_budget,
+        measure=MeasureSettings(target_seconds=args.measure_seconds),
+        sampler=args.sampler,
+        scope=args.scope,
+        objective=args.objective,
+        calls=args.calls,
+        memory_budget_bytes=args.memory_budget,
+        pareto=pareto,
+        finalist_precision=args.precision or None,
+        trials=args.trials,
+        finalists=args.finalists,
+        pick=args.pick,
+        warm_start=args.warm_start,
+        batch_sizes=batch_sizes,
+        max_latency_s=max_latency_s,
+    )
+    study = args.study or f"{model.stem}-{device.replace(':', '')}"
+    given = getattr(args, "given", None)
+    if given is not None:
+        given = frozenset(SETTINGS_OF[dest] for dest in given if dest in SETTINGS_OF)
+    return SearchRequest(
+        study, args.storage, settings, given=given,
+        deadline=deadline or Deadline(),
+        cache_dir=args.cache_dir,
+    )  # fmt: skip
+
+
+_NO_CUDA = "Pass --device cpu, or install a CUDA build of torch on a GPU machine."
+
+
+def _pareto_axes(args: argparse.Namespace) -> list[str] | None:
+    """The axes of a --pareto study (None without it); checks --pick and --objective too."""
+    from autotune.study import PickRule, parse_axes
+
+    if not args.pareto:
+        for name, value in (("--pick", args.pick), ("--pareto-axes", args.pareto_axes)):
+            if value is not None:
+                raise UsageError(
+                    f"{name} {value!r} goes with a Pareto front, which only a --pareto study "
+                    "has: add --pareto (latency against compile time; --pareto-axes "
+                    "latency,compile,memory adds peak memory)."
+                )
+        return None
+    if args.objective != "latency":
+        raise UsageError(
+            f"--pareto replaces the single objective, got --objective {args.objective}: the "
+            "front already trades latency against compile time. Drop --objective, or drop "
+            "--pareto to optimize one objective."
+        )
+    PickRule.parse(args.pick or "fastest")
+    return list(parse_axes(args.pareto_axes or "latency,compile"))

@@ -1,0 +1,118 @@
+"""``autotune verify BEST_CONFIG.json MODEL.py``: re-measure a best-config file on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from autotune.cli import _argtypes as argtypes
+from autotune.cli import _options as options
+from autotune.errors import UsageError
+
+if TYPE_CHECKING:
+    from autotune.runtime.config import BestConfig
+
+INTERRUPTED = "verify stopped; nothing was written."
+
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
+    """Adds ``autotune verify BEST_CONFIG.json MODEL.py [options]`` to the subcommands."""
+    p = options.add_subcommand(
+        sub,
+        "verify",
+        help="re-measure a best-config file on this machine and check its claims",
+        description="Measure eager against itself (the noise floor), default torch.compile and "
+        "the file's config, each in a fresh process with an empty kernel cache, and compare "
+        "with the speedups the file claims. Exit code 0: the claims hold; 1: the config is "
+        "slower than claimed beyond the noise, incorrect or broken, or (do_not_compile file) "
+        "default torch.compile is now reliably faster than eager; 2: bad input.",
+    )
+    p.add_argument("best_config", help="the best-config file written by `autotune search`")
+    p.add_argument("model", help="the model file it was tuned for")
+    options.add_device(p, "where to measure (default: the file's device)")
+    options.add_compile_budget(
+        p, "per measurement: still compiling or running after it is `broken`"
+    )
+    options.add_measure_seconds(p, "interleaved eager/compiled timing per measurement")
+    options.add_precision(p, "measurements")
+    p.add_argument(
+        "--repeats",
+        type=argtypes.positive_int,
+        default=1,
+        metavar="N",
+        help="run each measurement N times and pool them (the medians)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=argtypes.fraction,
+        default=0.05,
+        metavar="F",
+        help="least relative drop of the speedup that fails a claim, raised to the "
+        "measured noise floor",
+    )
+    options.add_seed(
+        p, "seeds weights and inputs (default: the seed the file was tuned with)", None
+    )
+    p.add_argument(
+        "--skip-default",
+        action="store_true",
+        help="do not measure default torch.compile (saves its cold compile; the speedup vs "
+        "default is then not checked)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object (the report)")
+    options.add_debug(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``autotune verify``; returns the verdict's exit code (bad input: UsageError)."""
+    from autotune._device import resolve_device
+    from autotune.reports.verify import progress, render
+    from autotune.runtime.config import BestConfig, CompileConfig, ConfigError
+    from autotune.trials import SubprocessRunner
+    from autotune.verify import plan_measurements, verify
+    from autotune.workload import load_model_file
+
+    try:
+        best = BestConfig.load(args.best_config)
+    except ConfigError as exc:
+        remedy = "" if "autotune search" in str(exc) else ". Pass a file `autotune search` wrote."
+        raise UsageError(f"{exc}{remedy}") from exc
+    load_model_file(args.model)
+    device = resolve_device(
+        args.device,
+        fallback=str(best.workload.get("device") or "cpu"),
+        remedy="Pass --device cpu (the file's claims were measured on its own device), or run "
+        "on a GPU machine with a CUDA build of torch.",
+        named=None if args.device else f"The file's device {best.workload.get('device')}",
+    )
+    seed = args.seed if args.seed is not None else int(best.workload.get("seed") or 0)
+    default = None if args.skip_default else CompileConfig()
+    plan_measurements(best, default)  # refuses what cannot be verified before any output
+    out = sys.stderr if args.json else sys.stdout
+    if not args.json:
+        print(_heading(args, best, seed), flush=True)
+    runner = options.trial_runner() or SubprocessRunner()
+    try:
+        report = verify(
+            best, args.model, runner=runner, device=device, repeats=args.repeats,
+            budget_s=args.compile_budget, measure_seconds=args.measure_seconds,
+            precision=args.precision or None, seed=seed, tolerance=args.tolerance,
+            default=default,
+            on_trial=lambda repeat, name, result: progress(out, repeat, name, result),
+        )  # fmt: skip
+    finally:
+        runner.close()
+    print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
+    return report.exit_code
+
+
+def _heading(args: argparse.Namespace, best: BestConfig, seed: int) -> str:
+    what = f"compile {best.config.brief()}" if best.config is not None else "do not compile"
+    repeats = f"{args.repeats} repeat" + ("s" if args.repeats > 1 else "")
+    return (
+        f"verify {args.best_config} ({what}) with {args.model}: {repeats}, seed {seed}, each "
+        "measurement in a fresh process with an empty kernel cache"
+    )

@@ -1,0 +1,96 @@
+"""The ``autotune_studies`` rows: one per study, holding every setting a trial needs."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from autotune.records._rows import HasEngine, dumps, utcnow
+from autotune.records.tables import studies_table
+
+
+class StudyRows(HasEngine):
+    def save_study(
+        self, name: str, optuna_study_id: int, settings: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Records study ``name`` unless it exists, and returns its stored settings.
+
+        A new study stores ``settings``; an existing one keeps what it has, and the caller
+        compares what comes back with what it wanted.
+        """
+        settings_json = dumps(settings, "settings")
+        now = utcnow()
+        row = {
+            "study_name": name,
+            "optuna_study_id": optuna_study_id,
+            "created_at": now,
+            "updated_at": now,
+            "autotune_version": _autotune_version(),
+            "settings_json": settings_json,
+        }
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(studies_table.insert().values(row))
+        except IntegrityError:
+            stored = self.study_settings(name)
+            if stored is None:
+                raise
+            return stored
+        return dict(json.loads(settings_json))
+
+    def study_settings(self, name: str) -> dict[str, Any] | None:
+        """Returns the stored settings of study ``name``, or None if it is not recorded."""
+        query = sa.select(studies_table.c.settings_json).where(studies_table.c.study_name == name)
+        with self._engine.connect() as conn:
+            settings_json = conn.execute(query).scalar_one_or_none()
+        return None if settings_json is None else dict(json.loads(settings_json))
+
+    def settle_study_setting(self, name: str, key: str, value: Any) -> dict[str, Any]:
+        """Stores ``settings[key] = value`` for study ``name`` unless another process stored
+        one first (first write wins), and returns the stored settings either way."""
+        with self._engine.begin() as conn:
+            settings = _locked_settings(conn, name)
+            if settings.get(key) is None:
+                settings[key] = value
+                _write_settings(conn, name, settings)
+        return settings
+
+    def update_study_settings(self, name: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Stores ``changes`` over the settings of study ``name`` (a later run changed what may
+        change, e.g. its trial budget) and returns the stored settings."""
+        with self._engine.begin() as conn:
+            settings = {**_locked_settings(conn, name), **changes}
+            _write_settings(conn, name, settings)
+        return settings
+
+
+def _locked_settings(conn: sa.Connection, name: str) -> dict[str, Any]:
+    # Touching the row first locks it (as in add_trial): racing writers queue here.
+    touched = conn.execute(
+        studies_table.update()
+        .where(studies_table.c.study_name == name)
+        .values(updated_at=utcnow())
+    )
+    if touched.rowcount == 0:
+        raise ValueError(f"study {name!r} is not recorded; call save_study({name!r}, ...) first.")
+    query = sa.select(studies_table.c.settings_json).where(studies_table.c.study_name == name)
+    return dict(json.loads(conn.execute(query).scalar_one()))
+
+
+def _write_settings(conn: sa.Connection, name: str, settings: dict[str, Any]) -> None:
+    conn.execute(
+        studies_table.update()
+        .where(studies_table.c.study_name == name)
+        .values(settings_json=dumps(settings, "settings"))
+    )
+
+
+def _autotune_version() -> str:
+    try:
+        return importlib.metadata.version("autotune")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,93 @@
+"""The ``autotune_trials`` rows: one per trial, written in one transaction each."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import sqlalchemy as sa
+
+from autotune.records._record import ENV_KEYS, TrialRecord
+from autotune.records._rows import HasEngine, as_utc, dumps, utcnow
+from autotune.records.tables import ENV_COLUMN_LENGTHS, JSON_COLUMNS, studies_table, trials_table
+
+
+class TrialRows(HasEngine):
+    def add_trial(self, study_name: str, record: TrialRecord) -> None:
+        """Writes ``record`` into study ``study_name``, replacing any row with its trial number."""
+        row = _to_row(study_name, record)
+        key = (trials_table.c.study_name == study_name) & (
+            trials_table.c.trial_number == record.trial_number
+        )
+        with self._engine.begin() as conn:
+            # Updating the study row first locks it: writers of one study queue here, so the
+            # delete + insert below never races another writer of the same trial.
+            touched = conn.execute(
+                studies_table.update()
+                .where(studies_table.c.study_name == study_name)
+                .values(updated_at=row["created_at"])
+            )
+            if touched.rowcount == 0:
+                raise ValueError(
+                    f"study {study_name!r} is not recorded; call save_study({study_name!r}, ...) "
+                    "before add_trial."
+                )
+            conn.execute(trials_table.delete().where(key))
+            conn.execute(trials_table.insert().values(row))
+
+    def trials(self, study_name: str) -> list[TrialRecord]:
+        """Returns the trials of ``study_name`` ordered by trial number."""
+        query = (
+            sa.select(trials_table)
+            .where(trials_table.c.study_name == study_name)
+            .order_by(trials_table.c.trial_number)
+        )
+        with self._engine.connect() as conn:
+            return [_from_row(row._mapping) for row in conn.execute(query)]
+
+    def find_by_hash(self, study_name: str, config_hash: str) -> TrialRecord | None:
+        """Returns the earliest trial with ``config_hash`` that is not itself a duplicate."""
+        query = (
+            sa.select(trials_table)
+            .where(
+                trials_table.c.study_name == study_name,
+                trials_table.c.config_hash == config_hash,
+                trials_table.c.duplicate_of.is_(None),
+            )
+            .order_by(trials_table.c.trial_number)
+            .limit(1)
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else _from_row(row._mapping)
+
+
+def _to_row(study_name: str, record: TrialRecord) -> dict[str, Any]:
+    row: dict[str, Any] = {"study_name": study_name}
+    for field in dataclasses.fields(record):
+        value = getattr(record, field.name)
+        if field.name in JSON_COLUMNS:
+            row[JSON_COLUMNS[field.name]] = dumps(value, field.name)
+        elif isinstance(value, float) and math.isnan(value):
+            # SQLite stores NaN as NULL; make every backend read back the same.
+            row[field.name] = None
+        else:
+            row[field.name] = value
+    row["created_at"] = utcnow() if record.created_at is None else as_utc(record.created_at)
+    for key, column in ENV_KEYS.items():
+        value = record.environment.get(key)
+        row[column] = None if value is None else str(value)[: ENV_COLUMN_LENGTHS[column]]
+    return row
+
+
+def _from_row(row: Any) -> TrialRecord:
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(TrialRecord):
+        if field.name in JSON_COLUMNS:
+            values[field.name] = json.loads(row[JSON_COLUMNS[field.name]])
+        else:
+            values[field.name] = row[field.name]
+    values["created_at"] = as_utc(row["created_at"])
+    return TrialRecord(**values)

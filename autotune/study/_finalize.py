@@ -1,0 +1,206 @@
+"""Choose a study's winner and write the best-config file: one function for every process that
+may do it (the one that searched, the last worker, a later ``autotune finalize``).
+
+Everything comes from the storage: the study's stored settings (objective, --pick rule, how
+many finalists, their precision) and its records. The finalists' measurements are recorded
+too, round by round, so a later call decides again from what is recorded and re-measures only
+when asked to (``remeasure``) or when the study's finalists changed since.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autotune._deadline import Deadline, DeadlineReached
+from autotune.errors import UsageError
+from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
+from autotune.runtime.config import BestConfig
+from autotune.study._best import best_config
+from autotune.study._finalists import Finalist, pick_finalists, remeasure
+from autotune.study._objective import Objective
+from autotune.study._pareto import PickRule
+from autotune.study._pick import pareto_finalists, pick_from_front
+from autotune.study._settings import StudySettings
+from autotune.trials import TrialResult, TrialRunner
+
+# A finalist run takes about its search trial's wall time, cold compiles and finer timing on top.
+_RUN_ESTIMATE_FACTOR = 2.0
+
+
+@dataclass
+class Decision:
+    """What :func:`finalize` decided, and from what.
+
+    Attributes:
+        best: The best-config file's content (written to ``out``, when given).
+        records: The study's trials.
+        finalists: The finalists the decision was made on (None: on the search's trials).
+        round: The recorded round they come from.
+        remeasured: Whether this call measured them (False: read from the records).
+        front: ``--pareto`` studies: the front the config was picked from.
+        chosen: ``--pareto`` studies: the picked record (None: eager).
+    """
+
+    best: BestConfig
+    records: list[TrialRecord]
+    finalists: list[Finalist] | None = None
+    round: FinalistRound | None = None
+    remeasured: bool = False
+    front: list[TrialRecord] | None = None
+    chosen: TrialRecord | None = None
+
+
+def finalize(
+    storage: str,
+    study: str,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    remeasure_finalists: bool = False,
+    deadline: Deadline = Deadline(),  # noqa: B008 - frozen
+    runner: TrialRunner | None = None,
+    on_note: Callable[[str], None] = lambda note: None,
+) -> Decision:
+    """Chooses the winner of ``study`` in ``storage`` and writes it to ``out``.
+
+    The study's best candidates and default torch.compile are re-measured cold and warm in
+    fresh processes (its stored ``finalists`` setting; 0: none), unless a finished round of
+    the same finalists is recorded and ``remeasure_finalists`` is False. With too little of
+    ``deadline`` left, the finalists are skipped and the choice is made on the search's
+    measurements, with a note saying so.
+
+    Raises:
+        UsageError: The storage holds no such study, or it has no eager baseline yet.
+    """
+    with RecordStore(storage) as store:
+        stored = store.study_settings(study)
+        if stored is None:
+            raise UsageError(
+                f"The storage {redact_url(storage)} holds no study named {study!r}; "
+                "run `autotune search MODEL.py --study NAME --storage URL` to create it."
+            )
+        settings = StudySettings.from_dict(stored)
+        records = store.trials(study)
+        if not any(r.baseline == "eager" and r.status == "ok" for r in records):
+            raise UsageError(
+                f"Study {study!r} has no measured eager baseline yet, so nothing can be "
+                "compared with eager; run its search (autotune search) first."
+            )
+        chosen = finalist_candidates(records, settings)
+        finalists: list[Finalist] | None = None
+        found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
+        if found is not None:
+            on_note(_reused_note(found))
+            finalists = _from_round(found, records)
+        elif chosen:
+            finalists = _measure(store, study, chosen, settings, runner, deadline, on_note)
+    decision = _decide(records, settings, study, storage, finalists)
+    decision.round = found
+    decision.remeasured = finalists is not None and found is None
+    if out is not None:
+        decision.best.dump(out)
+    return decision
+
+
+def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> list[TrialRecord]:
+    """The records :func:`finalize` re-measures: the best ``settings.finalists`` configs (for
+    ``--pareto``, those on the front the --pick rule admits) and default compile; none when
+    ``settings.finalists`` is 0 or no compiled config qualifies."""
+    if not settings.finalists:
+        return []
+    if settings.pareto:
+        rule = PickRule.parse(settings.pick or "fastest")
+        return pareto_finalists(records, settings.pareto, rule, settings.finalists)
+    return pick_finalists(records, Objective.of(settings), settings.finalists)
+
+
+def _recorded(
+    store: RecordStore, study: str, chosen: list[TrialRecord], remeasure_finalists: bool
+) -> FinalistRound | None:
+    """The latest finished round of exactly these finalists, unless asked to measure anew."""
+    if remeasure_finalists:
+        return None
+    wanted = [r.trial_number for r in chosen]
+    done = [r for r in store.finalist_rounds(study) if r.done and r.finalists == wanted]
+    return done[-1] if done else None
+
+
+def _reused_note(found: FinalistRound) -> str:
+    when = (found.finished_at or found.created_at).strftime("%Y-%m-%d %H:%M UTC")
+    numbers = ", ".join(f"#{n}" for n in found.finalists)
+    return (
+        f"finalists {numbers}: using their measurements of {when} (round {found.id}, by "
+        f"{found.owner}); pass --remeasure to measure them again"
+    )
+
+
+def _from_round(found: FinalistRound, records: list[TrialRecord]) -> list[Finalist]:
+    by_number = {r.trial_number: r for r in records}
+    return [
+        Finalist(
+            by_number[n],
+            TrialResult.from_dict(found.results[(n, "cold")]),
+            TrialResult.from_dict(found.results[(n, "warm")]),
+        )
+        for n in found.finalists
+    ]
+
+
+def _measure(
+    store: RecordStore,
+    study: str,
+    chosen: list[TrialRecord],
+    settings: StudySettings,
+    runner: TrialRunner | None,
+    deadline: Deadline,
+    on_note: Callable[[str], None],
+) -> list[Finalist] | None:
+    """Measures a new round and records it as it goes; None when the deadline does not leave
+    the time it needs (the decision is then made on the search's measurements)."""
+    need = (
+        _RUN_ESTIMATE_FACTOR * 2 * sum(r.wall_time_s or settings.compile_budget_s for r in chosen)
+    )
+    if deadline.left() < need:
+        on_note(
+            f"finalists skipped: the timeout leaves {deadline.left():.0f} s and re-measuring "
+            f"{len(chosen)} finalists cold and warm needs about {need:.0f} s; the winner is "
+            "chosen from the search's measurements (run `autotune finalize` later to "
+            "re-measure them)"
+        )
+        return None
+    round_id = store.start_finalist_round(
+        study, [r.trial_number for r in chosen], f"{socket.gethostname()}:{os.getpid()}"
+    )
+
+    def record(r: TrialRecord, run: str, result: TrialResult) -> None:
+        store.add_finalist_result(round_id, r.trial_number, run, result.to_dict())
+
+    try:
+        done = remeasure(
+            chosen, settings, on_note=on_note, runner=runner, on_result=record, deadline=deadline
+        )
+    except DeadlineReached as reached:
+        on_note(f"finalists stopped: {reached}; the winner is chosen from the search's trials")
+        return None
+    store.finish_finalist_round(round_id)
+    return done
+
+
+def _decide(
+    records: list[TrialRecord],
+    settings: StudySettings,
+    study: str,
+    storage: str,
+    finalists: list[Finalist] | None,
+) -> Decision:
+    if not settings.pareto:
+        best = best_config(records, settings, study, storage, finalists=finalists)
+        return Decision(best, records, finalists)
+    rule = PickRule.parse(settings.pick or "fastest")
+    picked = pick_from_front(records, settings, study, storage, rule, finalists=finalists)
+    return Decision(picked.best, records, finalists, front=picked.front, chosen=picked.chosen)
+
+
+__all__ = ["Decision", "finalist_candidates", "finalize"]
