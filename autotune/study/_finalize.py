@@ -92,7 +92,7 @@ def finalize(
         finalists: list[Finalist] | None = None
         found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
         if found is not None:
-            on_note(_reused_note(found))
+            on_note(_reused_note(found, chosen))
             finalists = _from_round(found, records)
         elif chosen:
             finalists = _measure(store, study, chosen, settings, runner, deadline, on_note)
@@ -127,12 +127,12 @@ def _recorded(
     return done[-1] if done else None
 
 
-def _reused_note(found: FinalistRound) -> str:
+def _reused_note(found: FinalistRound, chosen: list[TrialRecord]) -> str:
     when = (found.finished_at or found.created_at).strftime("%Y-%m-%d %H:%M UTC")
-    numbers = ", ".join(f"#{n}" for n in found.finalists)
+    names = ", ".join(f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}" for r in chosen)
     return (
-        f"finalists {numbers}: using their measurements of {when} (round {found.id}, by "
-        f"{found.owner}); pass --remeasure to measure them again"
+        f"finalists {names}: using their cold and warm measurements of {when} (recorded "
+        f"round {found.id}, by {found.owner}); pass --remeasure to measure them again"
     )
 
 

@@ -386,6 +386,7 @@ def test_a_search_runs_end_to_end_on_postgresql(postgres_url, tmp_path, model_fi
 
     assert main(argv) == 0
     again = capsys.readouterr().out
-    assert "budget of 2 trials is already met" in again and "using their measurements" in again
+    assert "budget of 2 trials is already met" in again
+    assert "using their cold and warm measurements" in again
     with RecordStore(postgres_url) as store:
         assert len(store.finalist_rounds("pg")) == 1

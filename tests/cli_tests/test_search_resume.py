@@ -55,7 +55,8 @@ def test_a_finished_study_run_again_says_so_and_rewrites_the_file_from_its_recor
     assert code == 0, again
     assert "study 's' (resumed, 2 of 2 trials done)" in again
     assert "the study's budget of 2 trials is already met (2 done): no new trials" in again
-    assert "using their measurements of" in again and "pass --remeasure" in again
+    assert "using their cold and warm measurements of" in again and "pass --remeasure" in again
+    assert "finalists #" in again and ", [default]: using" in again
     assert "re-measuring" not in again
     assert len(runs) == measured  # nothing ran: no trial, no finalist
     rewritten = json.loads((tmp_path / "b.json").read_text())
@@ -68,7 +69,7 @@ def test_remeasure_measures_the_recorded_finalists_again(run, runs):
     before = len(runs)
     code, out = run("--remeasure")
     assert code == 0, out
-    assert "re-measuring 2 finalists" in out and "using their measurements" not in out
+    assert "re-measuring 2 finalists" in out and "using their cold and warm" not in out
     assert len(runs) == before + 4  # two finalists, cold and warm; no trial
 
 
@@ -122,7 +123,7 @@ def test_finalize_decides_from_the_records_without_running_anything(run, runs, t
     (tmp_path / "b.json").unlink()
     code, out = run(command="finalize")
     assert code == 0, out
-    assert "using their measurements of" in out and len(runs) == before
+    assert "using their cold and warm measurements of" in out and len(runs) == before
     assert autotune.load(tmp_path / "b.json").decision == "compile"
 
 
