@@ -5,9 +5,15 @@ skipped otherwise."""
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +42,68 @@ def fresh_schema() -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@dataclass
+class Cluster:
+    """A PostgreSQL server of a test's own, on a port of its own: it can be restarted."""
+
+    data: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def pg_ctl(self, *args: str) -> None:
+        log = self.data.parent / "server.log"
+        _as_postgres(PG_BIN / "pg_ctl", "-D", str(self.data), "-l", str(log), "-w", *args)
+
+    def start(self) -> None:
+        self.pg_ctl("-o", f"-p {self.port} -k {self.data.parent}", "start")
+
+    def restart(self) -> None:
+        self.pg_ctl("-m", "fast", "-o", f"-p {self.port} -k {self.data.parent}", "restart")
+
+    def stop(self) -> None:
+        self.pg_ctl("-m", "immediate", "stop")
+
+
+PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), Path("/usr/bin"))
+
+
+def can_run_a_cluster() -> bool:
+    """A throwaway cluster needs initdb, and root to run it as the postgres user."""
+    return (
+        (PG_BIN / "initdb").exists() and os.geteuid() == 0 and shutil.which("runuser") is not None
+    )
+
+
+@contextmanager
+def throwaway_cluster() -> Iterator[Cluster]:
+    """A new PostgreSQL cluster (trust auth) in a temporary folder, started; removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="autotune-pg-"))
+    shutil.chown(folder, "postgres", "postgres")
+    cluster = Cluster(folder / "data", _free_port())
+    try:
+        _as_postgres(PG_BIN / "initdb", "-D", str(cluster.data), "-A", "trust", "-U", "postgres")
+        cluster.start()
+        yield cluster
+    finally:
+        try:
+            cluster.stop()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_postgres(*argv: object) -> None:
+    subprocess.run(
+        ["runuser", "-u", "postgres", "--", *map(str, argv)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

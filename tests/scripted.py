@@ -8,6 +8,7 @@ that no assertion depends on how fast this machine is. The command line picks it
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -100,7 +101,8 @@ def use(monkeypatch: pytest.MonkeyPatch, script: Script, pause_s: float = 0.0) -
     return RUNS
 
 
-PAUSE_S = 0.0
+# A pause per trial, for the command lines of other processes (tests of several workers).
+PAUSE_S = float(os.environ.get("AUTOTUNE_SCRIPTED_PAUSE_S") or 0.0)
 
 
 def make() -> ScriptedRunner:

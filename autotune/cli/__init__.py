@@ -19,6 +19,7 @@ from autotune.cli import finalize as finalize
 from autotune.cli import search as search
 from autotune.cli import spaces as spaces
 from autotune.cli import verify as verify
+from autotune.cli import worker as worker
 from autotune.cli._options import Parser
 from autotune.errors import UsageError
 
@@ -26,10 +27,16 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 COMMANDS: dict[str, ModuleType] = {
     "search": search,
+    "worker": worker,
     "finalize": finalize,
     "spaces": spaces,
     "verify": verify,
 }
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (Slurm's and Kubernetes' stop): handled like Ctrl-C, with the command's own
+    exit code (a worker that stopped cleanly exits 0)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,17 +49,21 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     from autotune.trials._runner import tracked
 
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, _terminate)
     before = tracked()  # an in-process caller's own trials are not ours to kill
+    command = COMMANDS[args.command]
     try:
-        return int(COMMANDS[args.command].run(args))
+        return int(command.run(args))
     except UsageError as exc:
         if args.debug:
             traceback.print_exc()
         print(f"autotune: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Terminated:
+        print(f"autotune: terminated; {command.INTERRUPTED}", file=sys.stderr)
+        return int(getattr(command, "TERMINATED_EXIT", EXIT_INTERRUPTED))
     except KeyboardInterrupt:
-        print(f"autotune: interrupted; {COMMANDS[args.command].INTERRUPTED}", file=sys.stderr)
+        print(f"autotune: interrupted; {command.INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         from autotune.trials import kill_all_trials
@@ -83,11 +94,12 @@ def parse(parser: Parser, commands: dict[str, Parser], argv: list[str]) -> argpa
         (commands[command] if command else parser).unrecognized(extras)
     if command:
         args.given = commands[command].given(argv[argv.index(command) + 1 :])
+    args.argv = argv
     return args
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
-__all__ = ["COMMANDS", "build_parser", "main", "parse"]
+__all__ = ["COMMANDS", "Terminated", "build_parser", "main", "parse"]

@@ -66,6 +66,16 @@ def positive_ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def gpu_list(text: str) -> tuple[int, ...]:
+    """``"0,1,2,3"`` -> (0, 1, 2, 3): distinct GPU indices."""
+    values = tuple(non_negative_int(part.strip()) for part in text.split(",") if part.strip())
+    if not values or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(
+            f"must be distinct GPU indices separated by commas, e.g. 0,1,2,3; got {text!r}"
+        )
+    return values
+
+
 def device(text: str) -> str:
     if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
         raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")

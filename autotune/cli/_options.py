@@ -118,14 +118,61 @@ def add_seed(p: argparse.ArgumentParser, help: str, default: int | None = 0) -> 
     p.add_argument("--seed", type=argtypes.seed, default=default, help=help)
 
 
+STORAGE_ENV = "AUTOTUNE_STORAGE"
+DEFAULT_STORAGE = "sqlite:///autotune.db"
+
+
 def add_storage(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--storage",
-        default="sqlite:///autotune.db",
         metavar="URL",
         help="SQLAlchemy URL of Optuna's and autotune's tables; PostgreSQL: "
-        "postgresql+psycopg://USER@HOST/DB (pip install 'autotune[postgres]')",
+        "postgresql+psycopg://USER:PASSWORD@HOST/DB (pip install 'autotune[postgres]'); "
+        f"default: ${STORAGE_ENV}, else {DEFAULT_STORAGE}. Passwords are never printed",
     )
+
+
+def storage(args: argparse.Namespace) -> str:
+    """The storage URL: --storage, else $AUTOTUNE_STORAGE (keeps passwords off the command
+    line, where ps shows them), else the SQLite file in this folder."""
+    return str(args.storage or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE)
+
+
+def add_trial_processes(p: argparse.ArgumentParser) -> None:
+    """How this process runs its trials: jobs, trial host and kernel cache."""
+    p.add_argument(
+        "--jobs", type=argtypes.positive_int, default=1,
+        help="trials run at once (CPU only; each job gets CPU cores of its own)",
+    )  # fmt: skip
+    p.add_argument(
+        "--trial-host", choices=("warm", "cold"), default="warm",
+        help="warm: fork each trial from a host that already imported torch and Inductor; "
+        "cold: a fresh Python process per trial",
+    )  # fmt: skip
+    p.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="kernel cache shared by the study's trials on this machine "
+        "(default: $AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study)",
+    )  # fmt: skip
+    p.add_argument(
+        "--cache-limit", type=argtypes.size, default="20GiB", metavar="SIZE",
+        help="past this size, the kernel cache's oldest files (untouched for an hour) are "
+        "removed",
+    )  # fmt: skip
+
+
+def add_joining(p: argparse.ArgumentParser) -> None:
+    """What a process may differ in from the study it joins."""
+    p.add_argument(
+        "--allow-version-mismatch", action="store_true",
+        help="join even when this torch or triton differs from the study's (each trial "
+        "records the versions it ran with)",
+    )  # fmt: skip
+    p.add_argument(
+        "--trust-model-path", action="store_true",
+        help="run the model file even when its content differs from the one the study was "
+        "created with (its SHA-256 is stored with the study)",
+    )  # fmt: skip
 
 
 def add_out(p: argparse.ArgumentParser) -> None:

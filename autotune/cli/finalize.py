@@ -35,6 +35,17 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         metavar="SECONDS",
         help="wall clock for the finalists; with too little, they are skipped with a note",
     )
+    p.add_argument(
+        "--for-device", metavar="NAME",
+        help="when the study's trials ran on several kinds of hardware: the device name the "
+        "file is for (default: this machine's)",
+    )  # fmt: skip
+    options.add_device(p, "where the finalists run (default: the study's)")
+    p.add_argument(
+        "--model", metavar="PATH",
+        help="where the study's model file is on this machine (its content must be the study's)",
+    )  # fmt: skip
+    options.add_joining(p)
     options.add_debug(p)
     return p
 
@@ -45,13 +56,18 @@ def run(args: argparse.Namespace) -> int:
     from autotune.study import finalize
 
     decision = finalize(
-        args.storage,
+        options.storage(args),
         args.study,
         args.out,
         remeasure_finalists=args.remeasure,
         deadline=Deadline.after(args.timeout),
         runner=options.trial_runner(),
         on_note=lambda note: print(note, flush=True),
+        device=args.device,
+        model_path=args.model,
+        for_device=args.for_device,
+        trust_model_path=args.trust_model_path,
+        allow_version_mismatch=args.allow_version_mismatch,
     )
     print(terminal.decision(decision, args.out))
     return 0

@@ -106,11 +106,6 @@ def _where(p: argparse.ArgumentParser) -> None:
     options.add_storage(p)
     options.add_out(p)
     options.add_device(p, "where trials run (default: cuda if available, else cpu)")
-    p.add_argument(
-        "--cache-dir", metavar="DIR",
-        help="kernel cache shared by the study's trials "
-        "(default: $AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study)",
-    )  # fmt: skip
 
 
 def _objectives(p: argparse.ArgumentParser) -> None:
@@ -173,34 +168,45 @@ def _how(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sampler", choices=("tpe", "random"), default="tpe", help="Optuna sampler")
     options.add_measure_seconds(p, "interleaved eager/compiled timing per trial")
     options.add_precision(p, "finalists")
+    options.add_trial_processes(p)
+    options.add_joining(p)
     p.add_argument(
-        "--jobs", type=argtypes.positive_int, default=1,
-        help="trials run at once (CPU only; each job gets CPU cores of its own)",
+        "--no-worker", action="store_true",
+        help="only create the study (settings, baselines queued) and run no trial: start "
+        "`autotune worker` processes, then `autotune finalize` (the Slurm/Kubernetes create step)",
     )  # fmt: skip
     p.add_argument(
-        "--trial-host", choices=("warm", "cold"), default="warm",
-        help="warm: fork each trial from a host that already imported torch and Inductor; "
-        "cold: a fresh Python process per trial",
+        "--for-device", metavar="NAME",
+        help="when the study's trials ran on several kinds of hardware: the device name the "
+        "file is for (default: this machine's)",
     )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs or resumes a study, then writes its best-config file; returns the exit code."""
     from autotune._deadline import Deadline
+    from autotune._device import resolve_device
     from autotune.reports import terminal
     from autotune.study import Search
 
     request = _request(args, Deadline.after(args.timeout))
     search = Search(request, on_note=_say)
     search.on_record = lambda record: _say(terminal.trial_line(record, search.objective))
-    runners = _runners(args, search.settings.device)
+    if args.no_worker:
+        return _create_only(search)
+    resolve_device(
+        search.local.device, remedy=_NO_CUDA, named=f"The study's device {search.local.device}"
+    )
+    runners = trial_runners(args, search.local.device)
     search.runners = list(runners)
     try:
         _header(search)
-        records = search.run()
+        search.run()
     finally:
         for runner in runners:
             runner.close()
+    search.wait_for_others()
+    records = search.records.trials(request.study_name)
     if not any(r.baseline == "eager" and r.status == "ok" for r in records):
         print(
             "No best-config file was written: the eager baseline was not measured before the "
@@ -225,8 +231,27 @@ def _finalize(args: argparse.Namespace, search: Search) -> int:
     decision = finalize(
         request.storage, request.study_name, args.out, remeasure_finalists=args.remeasure,
         deadline=request.deadline, runner=options.trial_runner(), on_note=_say,
+        device=search.local.device, model_path=search.local.model_path,
+        for_device=args.for_device, trust_model_path=args.trust_model_path,
+        allow_version_mismatch=args.allow_version_mismatch,
     )  # fmt: skip
     print(terminal.decision(decision, args.out), flush=True)
+    return 0
+
+
+def _create_only(search: Search) -> int:
+    from autotune.records import redact_url
+
+    search.prepare()
+    s, request = search.settings, search.request
+    what = "created" if search.created else "ready"
+    print(
+        f"study {request.study_name!r} {what} ({s.model_path} on {s.device}, space "
+        f"{search.space.name!r}, {s.trials} trials); no trial ran (--no-worker). Start workers:"
+        f"\n  autotune worker --study {request.study_name} --storage "
+        f"{redact_url(request.storage)}\nthen write the file with:\n  autotune finalize "
+        f"--study {request.study_name} --storage {redact_url(request.storage)}"
+    )
     return 0
 
 
@@ -247,7 +272,9 @@ def _say(note: str) -> None:
     print(note, flush=True)
 
 
-def _runners(args: argparse.Namespace, device: str) -> list[TrialRunner]:
+def trial_runners(args: argparse.Namespace, device: str) -> list[TrialRunner]:
+    """This process's trial runners: one per --jobs, the warm host or cold processes (or the
+    runner $AUTOTUNE_TRIAL_RUNNER names)."""
     from autotune.trials import SubprocessRunner, WarmHostRunner
 
     cores = _core_sets(args.jobs, device)
@@ -265,8 +292,8 @@ def _core_sets(jobs: int, device: str) -> list[list[int] | None]:
     if not device.startswith("cpu"):
         raise UsageError(
             f"--jobs {jobs} needs --device cpu: trials sharing one GPU would time each other. "
-            "Run one search per GPU (e.g. --device cuda:0, --device cuda:1) on one --study "
-            "and --storage instead."
+            "Run one worker per GPU (autotune worker --gpus 0,1,...) on one --study and "
+            "--storage instead."
         )
     cores = sorted(os.sched_getaffinity(0))
     if jobs > len(cores):
@@ -285,6 +312,7 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
     from autotune._device import resolve_device
     from autotune.space import load_space
     from autotune.study import Objective, SearchRequest, StudySettings
+    from autotune.study._identity import model_sha256, triton_version
     from autotune.trials import MeasureSettings
     from autotune.workload import load_model_file, require_batch_size
 
@@ -326,15 +354,20 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         warm_start=args.warm_start,
         batch_sizes=batch_sizes,
         max_latency_s=max_latency_s,
+        model_sha256=model_sha256(model),
+        triton_version=triton_version(),
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     given = getattr(args, "given", None)
     if given is not None:
         given = frozenset(SETTINGS_OF[dest] for dest in given if dest in SETTINGS_OF)
     return SearchRequest(
-        study, args.storage, settings, given=given,
+        study, options.storage(args), settings, given=given,
         deadline=deadline or Deadline(),
-        cache_dir=args.cache_dir,
+        cache_dir=args.cache_dir, cache_limit_bytes=args.cache_limit,
+        device=args.device and device,
+        trust_model_path=args.trust_model_path,
+        allow_version_mismatch=args.allow_version_mismatch,
     )  # fmt: skip
 
 

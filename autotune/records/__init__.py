@@ -8,21 +8,25 @@ Example:
 
 from __future__ import annotations
 
+from autotune.records._claims import Claim
 from autotune.records._engine import StorageError, engine_options, redact_url
 from autotune.records._finalists import FinalistRound
 from autotune.records._record import FAILURE_KINDS, TrialRecord
+from autotune.records._workers import Worker
 from autotune.records.export import export_parquet
 from autotune.records.store import RecordStore
 from autotune.records.tables import SCHEMA_VERSION, TABLE_NAMES
 
 __all__ = [
     "FAILURE_KINDS",
+    "Claim",
     "FinalistRound",
     "SCHEMA_VERSION",
     "TABLE_NAMES",
     "RecordStore",
     "StorageError",
     "TrialRecord",
+    "Worker",
     "engine_options",
     "export_parquet",
     "redact_url",

@@ -50,7 +50,7 @@ def _create_engine(url: str) -> sa.Engine:
         engine = sa.create_engine(parsed, **engine_options(parsed))
     except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
         raise StorageError(
-            f"Cannot open the records database {redact_url(url)}: {_reason(exc, url)} "
+            f"Cannot open the records database {redact_url(url)}: {reason(exc, url)} "
             "The storage URL must read dialect+driver://user:password@host:port/database, e.g. "
             "sqlite:///autotune.db or postgresql+psycopg://user:password@host:5432/db, and its "
             f"driver must be installed (for PostgreSQL: {POSTGRES_INSTALL})."
@@ -62,12 +62,14 @@ def _create_engine(url: str) -> sa.Engine:
 
 def engine_options(url: str | URL) -> dict[str, Any]:
     """Engine options for ``url``, for our engine and Optuna's alike: SQLite waits out other
-    writers; a server connection is checked before use (a restarted database) and gives up
-    connecting after 10 s."""
+    writers; a server connection is checked before use (a restarted database), gives up
+    connecting after 10 s, and a process keeps few of them open (a worker runs one query at a
+    time, its heartbeat thread another): the server's connection limit is shared by every
+    worker of the fleet."""
     url = make_url(url)
     if url.get_backend_name() == "sqlite":
         return {"connect_args": {"timeout": _SQLITE_TIMEOUT_S}}
-    options: dict[str, Any] = {"pool_pre_ping": True}
+    options: dict[str, Any] = {"pool_pre_ping": True, "pool_size": 1, "max_overflow": 2}
     if url.get_driver_name() in ("psycopg", "psycopg2") and "connect_timeout" not in url.query:
         options["connect_args"] = {"connect_timeout": 10}
     return options
@@ -115,18 +117,19 @@ def _ping(engine: sa.Engine) -> None:
             )
         raise StorageError(
             f"Cannot connect to the records database {redact_url(engine.url)}: "
-            f"{_reason(exc, engine.url)} {remedy}"
+            f"{reason(exc, engine.url)} {remedy}"
         ) from None
 
 
-def _reason(exc: BaseException, url: str | URL) -> str:
+def reason(exc: BaseException, url: str | URL) -> str:
+    """The first line of what ``exc`` says, with the URL's password masked."""
     original = exc.orig if isinstance(exc, DBAPIError) else exc
     # The first line says what failed; later ones repeat SQL or hints.
-    reason = str(original).strip().split("\n", 1)[0].strip() or type(original).__name__
+    text = str(original).strip().split("\n", 1)[0].strip() or type(original).__name__
     password = _password(url)
     if password:
-        reason = reason.replace(password, "***")
-    return reason if reason.endswith((".", "?", "!")) else reason + "."
+        text = text.replace(password, "***")
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def _password(url: str | URL) -> str | None:
@@ -148,7 +151,7 @@ def _init_schema(engine: sa.Engine) -> None:
             if attempt == _INIT_ATTEMPTS - 1:
                 raise StorageError(
                     f"Cannot create autotune's tables {', '.join(TABLE_NAMES)} in "
-                    f"{redact_url(engine.url)}: {_reason(exc, engine.url)} The database user "
+                    f"{redact_url(engine.url)}: {reason(exc, engine.url)} The database user "
                     "needs the right to create tables there (and to write the database file for "
                     "SQLite); grant it or point --storage at another database."
                 ) from None

@@ -22,6 +22,17 @@ class StudyRows(HasEngine):
         A new study stores ``settings``; an existing one keeps what it has, and the caller
         compares what comes back with what it wanted.
         """
+        return self.open_study(name, optuna_study_id, settings)[0]
+
+    def open_study(
+        self, name: str, optuna_study_id: int, settings: dict[str, Any]
+    ) -> tuple[dict[str, Any], bool]:
+        """Like :meth:`save_study`, and says whether this call created the study.
+
+        The rows belong to Optuna's study ``optuna_study_id``: when the stored study has
+        another Optuna id, the Optuna study of that name was deleted and made anew, so the old
+        rows (trials, finalists, claims, workers) are deleted and the study starts empty.
+        """
         settings_json = dumps(settings, "settings")
         now = utcnow()
         row = {
@@ -35,12 +46,21 @@ class StudyRows(HasEngine):
         try:
             with self._engine.begin() as conn:
                 conn.execute(studies_table.insert().values(row))
+            return dict(json.loads(settings_json)), True
         except IntegrityError:
-            stored = self.study_settings(name)
-            if stored is None:
-                raise
-            return stored
-        return dict(json.loads(settings_json))
+            pass
+        with self._engine.begin() as conn:
+            stored = conn.execute(
+                sa.select(studies_table.c.optuna_study_id, studies_table.c.settings_json).where(
+                    studies_table.c.study_name == name
+                )
+            ).first()
+            if stored is not None and stored.optuna_study_id == optuna_study_id:
+                return dict(json.loads(stored.settings_json)), False
+            # Its Optuna study was deleted (and made anew): the old rows go with it.
+            conn.execute(studies_table.delete().where(studies_table.c.study_name == name))
+            conn.execute(studies_table.insert().values(row))
+        return dict(json.loads(settings_json)), True
 
     def study_settings(self, name: str) -> dict[str, Any] | None:
         """Returns the stored settings of study ``name``, or None if it is not recorded."""

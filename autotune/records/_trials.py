@@ -37,11 +37,62 @@ class TrialRows(HasEngine):
             conn.execute(trials_table.delete().where(key))
             conn.execute(trials_table.insert().values(row))
 
+    def remove_trial(self, study_name: str, trial_number: int) -> None:
+        """Removes the record of trial ``trial_number`` (one Optuna failed meanwhile)."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                trials_table.delete().where(
+                    (trials_table.c.study_name == study_name)
+                    & (trials_table.c.trial_number == trial_number)
+                )
+            )
+
     def trials(self, study_name: str) -> list[TrialRecord]:
         """Returns the trials of ``study_name`` ordered by trial number."""
         query = (
             sa.select(trials_table)
             .where(trials_table.c.study_name == study_name)
+            .order_by(trials_table.c.trial_number)
+        )
+        with self._engine.connect() as conn:
+            return [_from_row(row._mapping) for row in conn.execute(query)]
+
+    def trial(self, study_name: str, trial_number: int) -> TrialRecord | None:
+        """The record of trial ``trial_number``, if one was written."""
+        query = sa.select(trials_table).where(
+            trials_table.c.study_name == study_name,
+            trials_table.c.trial_number == trial_number,
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else _from_row(row._mapping)
+
+    def count_trials(
+        self, study_name: str, searched_only: bool = True, duplicates: bool = True
+    ) -> int:
+        """How many trials ``study_name`` recorded (baselines excluded unless asked; with
+        ``duplicates=False``, only the trials that measured their configuration)."""
+        query = sa.select(sa.func.count()).where(trials_table.c.study_name == study_name)
+        if searched_only:
+            query = query.where(trials_table.c.baseline.is_(None))
+        if not duplicates:
+            query = query.where(trials_table.c.duplicate_of.is_(None))
+        with self._engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def count_distinct_keys(self, study_name: str) -> int:
+        """How many different configurations (keys) the study's search trials measured."""
+        query = sa.select(sa.func.count(sa.distinct(trials_table.c.config_hash))).where(
+            trials_table.c.study_name == study_name, trials_table.c.baseline.is_(None)
+        )
+        with self._engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def baselines(self, study_name: str) -> list[TrialRecord]:
+        """The study's baseline trials (eager and default compile), in trial order."""
+        query = (
+            sa.select(trials_table)
+            .where(trials_table.c.study_name == study_name, trials_table.c.baseline.isnot(None))
             .order_by(trials_table.c.trial_number)
         )
         with self._engine.connect() as conn:

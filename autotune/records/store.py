@@ -1,17 +1,20 @@
 """RecordStore: autotune's studies, trials and finalists in any SQLAlchemy database, beside
-Optuna's. Each kind of row has its module (``_studies``, ``_trials``, ``_finalists``)."""
+Optuna's. Each kind of row has its module (``_studies``, ``_trials``, ``_finalists``,
+``_claims``, ``_workers``)."""
 
 from __future__ import annotations
 
 from types import TracebackType
 
+from autotune.records._claims import ClaimRows
 from autotune.records._engine import open_engine
 from autotune.records._finalists import FinalistRows
 from autotune.records._studies import StudyRows
 from autotune.records._trials import TrialRows
+from autotune.records._workers import WorkerRows
 
 
-class RecordStore(StudyRows, TrialRows, FinalistRows):
+class RecordStore(StudyRows, TrialRows, FinalistRows, ClaimRows, WorkerRows):
     """autotune's studies and trials in the database at ``url`` (the one Optuna uses).
 
     Creates the ``autotune_*`` tables when missing and refuses a database written by a newer

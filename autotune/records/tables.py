@@ -86,16 +86,22 @@ def _trial_columns() -> list[sa.Column[Any]]:
     return columns
 
 
-trials_table = sa.Table(
-    "autotune_trials",
-    METADATA,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column(
+def _study_column(primary_key: bool = False) -> sa.Column[str]:
+    """The study a row belongs to: rows go when their study is deleted."""
+    return sa.Column(
         "study_name",
         sa.String(512),
         sa.ForeignKey(studies_table.c.study_name, ondelete="CASCADE"),
         nullable=False,
-    ),
+        primary_key=primary_key,
+    )
+
+
+trials_table = sa.Table(
+    "autotune_trials",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _study_column(),
     *_trial_columns(),
     *(sa.Column(name, sa.String(length)) for name, length in ENV_COLUMN_LENGTHS.items()),
     *(sa.Column(column, sa.Text, nullable=False) for column in JSON_COLUMNS.values()),
@@ -105,18 +111,44 @@ trials_table = sa.Table(
     sa.Index(None, "study_name", "config_hash"),
 )
 
+# Work that one process of a study must do alone (probe the model's parts, run the finalists):
+# the process that inserts the row owns it, keeps its heartbeat fresh, and marks it done; a
+# claim whose heartbeat went stale (its owner died) may be taken over.
+claims_table = sa.Table(
+    "autotune_claims",
+    METADATA,
+    _study_column(primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("owner", sa.String(255), nullable=False),
+    sa.Column("claimed_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("done_at", sa.DateTime(timezone=True)),
+)
+
+# Every process that ran trials of a study: who and where, while it ran and how it ended.
+workers_table = sa.Table(
+    "autotune_workers",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _study_column(),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("gpu", sa.String(64)),  # CUDA_VISIBLE_DEVICES of the worker, if set
+    sa.Column("device", sa.String(32), nullable=False),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("stopped_at", sa.DateTime(timezone=True)),
+    sa.Column("ended", sa.String(255)),  # why it stopped: budget met, timeout, signal, error
+    sa.Index(None, "study_name"),
+)
+
 # Finalists: the best configs re-measured cold and warm in fresh processes before the winner is
 # chosen, kept so that a later run (or `autotune finalize`) decides from them again.
 finalist_rounds_table = sa.Table(
     "autotune_finalist_rounds",
     METADATA,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column(
-        "study_name",
-        sa.String(512),
-        sa.ForeignKey(studies_table.c.study_name, ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _study_column(),
     sa.Column("finalists_json", sa.Text, nullable=False),  # trial numbers, in the order run
     sa.Column("state", sa.String(16), nullable=False),  # measuring | done
     sa.Column("owner", sa.String(255), nullable=False),  # host:pid that measures them

@@ -12,7 +12,7 @@ from autotune.study._objective import OBJECTIVES, Objective, break_even_calls
 from autotune.study._pareto import PickRule, front, parse_axes
 from autotune.study._pick import Picked, pareto_finalists, pick_from_front, study_front
 from autotune.study._records import candidates
-from autotune.study._search import BASELINE_ATTR, Search, SearchRequest
+from autotune.study._search import BASELINE_ATTR, Search, SearchRequest, StudyNotFound
 from autotune.study._settings import CHANGEABLE, StudySettings, settle
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "PickRule",
     "Search",
     "SearchRequest",
+    "StudyNotFound",
     "StudySettings",
     "best_config",
     "break_even_calls",

@@ -9,6 +9,7 @@ when asked to (``remeasure``) or when the study's finalists changed since.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from collections.abc import Callable
@@ -20,14 +21,18 @@ from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig
 from autotune.study._best import best_config
 from autotune.study._finalists import Finalist, pick_finalists, remeasure
+from autotune.study._identity import check_joining, local_device_name, local_model_path
 from autotune.study._objective import Objective
 from autotune.study._pareto import PickRule
 from autotune.study._pick import pareto_finalists, pick_from_front
 from autotune.study._settings import StudySettings
+from autotune.study._stale import recover_stale, tell_record
+from autotune.study._storage import grace_s, open_optuna_storage
 from autotune.trials import TrialResult, TrialRunner
 
 # A finalist run takes about its search trial's wall time, cold compiles and finer timing on top.
 _RUN_ESTIMATE_FACTOR = 2.0
+FINALISTS_CLAIM = "finalists"
 
 
 @dataclass
@@ -62,17 +67,27 @@ def finalize(
     deadline: Deadline = Deadline(),  # noqa: B008 - frozen
     runner: TrialRunner | None = None,
     on_note: Callable[[str], None] = lambda note: None,
+    device: str | None = None,
+    model_path: str | None = None,
+    for_device: str | None = None,
+    trust_model_path: bool = False,
+    allow_version_mismatch: bool = False,
 ) -> Decision:
     """Chooses the winner of ``study`` in ``storage`` and writes it to ``out``.
 
     The study's best candidates and default torch.compile are re-measured cold and warm in
-    fresh processes (its stored ``finalists`` setting; 0: none), unless a finished round of
-    the same finalists is recorded and ``remeasure_finalists`` is False. With too little of
-    ``deadline`` left, the finalists are skipped and the choice is made on the search's
-    measurements, with a note saying so.
+    fresh processes on ``device`` (default: the study's), unless a finished round of the same
+    finalists is recorded and ``remeasure_finalists`` is False; one process does so at a time
+    (a claim in the storage). With too little of ``deadline`` left, the finalists are skipped
+    and the choice is made on the search's measurements, with a note saying so.
+
+    On a study whose trials ran on several kinds of hardware, only the trials of
+    ``for_device`` (a device name, e.g. ``NVIDIA H100 80GB HBM3``; default: this machine's)
+    are candidates: the file is for that hardware.
 
     Raises:
-        UsageError: The storage holds no such study, or it has no eager baseline yet.
+        UsageError: The storage holds no such study, it has no eager baseline yet, another
+            process is measuring its finalists, or this process may not run its model file.
     """
     with RecordStore(storage) as store:
         stored = store.study_settings(study)
@@ -82,8 +97,10 @@ def finalize(
                 "run `autotune search MODEL.py --study NAME --storage URL` to create it."
             )
         settings = StudySettings.from_dict(stored)
-        records = store.trials(study)
-        if not any(r.baseline == "eager" and r.status == "ok" for r in records):
+        _recover(storage, study, store, settings)
+        everywhere = store.trials(study)
+        records = _for_device(everywhere, settings, device, for_device, on_note)
+        if not any(r.baseline == "eager" and r.status == "ok" for r in everywhere):
             raise UsageError(
                 f"Study {study!r} has no measured eager baseline yet, so nothing can be "
                 "compared with eager; run its search (autotune search) first."
@@ -95,7 +112,9 @@ def finalize(
             on_note(_reused_note(found, chosen))
             finalists = _from_round(found, records)
         elif chosen:
-            finalists = _measure(store, study, chosen, settings, runner, deadline, on_note)
+            local = _local(study, settings, device, model_path, trust_model_path,
+                           allow_version_mismatch, on_note)  # fmt: skip
+            finalists = _measure(store, study, chosen, local, runner, deadline, on_note)
     decision = _decide(records, settings, study, storage, finalists)
     decision.round = found
     decision.remeasured = finalists is not None and found is None
@@ -104,16 +123,78 @@ def finalize(
     return decision
 
 
+def _recover(storage: str, study: str, store: RecordStore, settings: StudySettings) -> None:
+    """Trials left RUNNING by processes that died are finished from their record, or failed,
+    before the decision: it sees everything that was measured, and nothing stays RUNNING."""
+    import optuna
+
+    optuna_study = optuna.load_study(study_name=study, storage=open_optuna_storage(storage))
+    objective = Objective.of(settings)
+
+    def tell(trial: optuna.Trial, record: TrialRecord) -> bool:
+        return tell_record(optuna_study, trial, record, objective, settings.pareto)
+
+    recover_stale(optuna_study, store, tell)
+
+
+def _local(
+    study: str,
+    settings: StudySettings,
+    device: str | None,
+    model_path: str | None,
+    trust_model_path: bool,
+    allow_version_mismatch: bool,
+    on_note: Callable[[str], None],
+) -> StudySettings:
+    """The study's settings as this process runs its finalists: its device, its model path."""
+    path = local_model_path(settings, model_path)
+    local_device = device or settings.device
+    for note in check_joining(
+        study, settings, path, local_device, trust_model_path=trust_model_path,
+        allow_version_mismatch=allow_version_mismatch,
+    ):  # fmt: skip
+        on_note(note)
+    return dataclasses.replace(settings, model_path=path, device=local_device)
+
+
+def _for_device(
+    records: list[TrialRecord],
+    settings: StudySettings,
+    device: str | None,
+    for_device: str | None,
+    on_note: Callable[[str], None],
+) -> list[TrialRecord]:
+    """The records of one kind of hardware, when the study's trials ran on several."""
+    names = {r.environment.get("device_name") for r in records if r.environment}
+    if for_device is None and len(names) <= 1:
+        return records
+    target = for_device or local_device_name(device or settings.device)
+    mine = [r for r in records if r.environment.get("device_name") == target]
+    others = sorted(str(n) for n in names if n != target)
+    on_note(
+        f"the study's trials ran on {len(names)} kinds of device; the file is for {target!r} "
+        f"({len(mine)} of {len(records)} trials; --for-device picks another of: "
+        f"{', '.join(others) or 'none'})"
+    )
+    return mine
+
+
 def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> list[TrialRecord]:
     """The records :func:`finalize` re-measures: the best ``settings.finalists`` configs (for
     ``--pareto``, those on the front the --pick rule admits) and default compile; none when
-    ``settings.finalists`` is 0 or no compiled config qualifies."""
+    ``settings.finalists`` is 0 or no compiled config qualifies. No configuration is in it
+    twice (its key: the config, and the batch size where searched)."""
     if not settings.finalists:
         return []
     if settings.pareto:
         rule = PickRule.parse(settings.pick or "fastest")
-        return pareto_finalists(records, settings.pareto, rule, settings.finalists)
-    return pick_finalists(records, Objective.of(settings), settings.finalists)
+        chosen = pareto_finalists(records, settings.pareto, rule, settings.finalists)
+    else:
+        chosen = pick_finalists(records, Objective.of(settings), settings.finalists)
+    unique: dict[str, TrialRecord] = {}
+    for r in chosen:
+        unique.setdefault(r.config_hash, r)
+    return list(unique.values())
 
 
 def _recorded(
@@ -170,12 +251,19 @@ def _measure(
             "re-measure them)"
         )
         return None
-    round_id = store.start_finalist_round(
-        study, [r.trial_number for r in chosen], f"{socket.gethostname()}:{os.getpid()}"
-    )
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    if not store.claim(study, FINALISTS_CLAIM, owner, grace_s()):
+        held = store.claim_of(study, FINALISTS_CLAIM)
+        raise UsageError(
+            f"Another process ({held.owner if held else 'unknown'}) is measuring the finalists "
+            f"of study {study!r}. Wait for it to write the file, or run `autotune finalize "
+            f"--study {study}` afterwards to write one from what it recorded."
+        )
+    round_id = store.start_finalist_round(study, [r.trial_number for r in chosen], owner)
 
     def record(r: TrialRecord, run: str, result: TrialResult) -> None:
         store.add_finalist_result(round_id, r.trial_number, run, result.to_dict())
+        store.beat_claim(study, FINALISTS_CLAIM, owner)
 
     try:
         done = remeasure(
@@ -184,6 +272,8 @@ def _measure(
     except DeadlineReached as reached:
         on_note(f"finalists stopped: {reached}; the winner is chosen from the search's trials")
         return None
+    finally:
+        store.release_claim(study, FINALISTS_CLAIM, owner)
     store.finish_finalist_round(round_id)
     return done
 

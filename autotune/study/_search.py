@@ -1,14 +1,20 @@
-"""The search loop: baselines first, then Optuna-suggested trials, every result recorded."""
+"""The search loop of one process: baselines first, then Optuna-suggested trials, every result
+recorded. Any number of such processes (``autotune search``, ``autotune worker``) may share a
+study: the budget, the baselines, the scope probes and every configuration are the study's,
+and each process only says where it runs."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import optuna
 from optuna.trial import TrialState
@@ -19,43 +25,80 @@ from autotune.records import RecordStore, TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.scope import ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
+from autotune.study._cache import DEFAULT_LIMIT_BYTES, cache_bytes, prune
+from autotune.study._explore import ExploringSampler
+from autotune.study._identity import check_joining, device_type, local_model_path
 from autotune.study._objective import Objective
-from autotune.study._pareto import DIRECTIONS, optuna_values
+from autotune.study._pareto import DIRECTIONS
 from autotune.study._records import to_record, trial_key
 from autotune.study._settings import StudySettings, settle
-from autotune.study._storage import HEARTBEAT_S, default_cache_dir, open_optuna_storage
+from autotune.study._stale import CONSTRAINT_ATTR, WORKER_ATTR, recover_stale, tell_record
+from autotune.study._storage import (
+    default_cache_dir,
+    grace_s,
+    heartbeat_s,
+    open_optuna_storage,
+    retrying,
+)
 from autotune.trials import TrialResult, TrialRunner, TrialSpec, kill_all_trials
 from autotune.trials._runner import tracked
 
 BASELINE_ATTR = "autotune.baseline"
 BATCH_ATTR = "autotune.batch_size"
 BATCH_PARAM = "workload.batch_size"
+KEY_ATTR = "autotune.key"  # what the trial measures: config hash (and batch size)
 SCOPE_ATTR = "autotune.scope"
-CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
 BASELINES = ("eager", "default")
+SCOPE_CLAIM = "scope_plan"
 _JOIN_AFTER_KILL_S = 10.0
+_POLL_S = 1.0
+
+T = TypeVar("T")
+
+
+class StudyNotFound(UsageError):
+    """The storage has no study of that name (yet: a worker may start before it is created)."""
+
+    def __init__(self, study: str) -> None:
+        super().__init__(
+            f"There is no study {study!r} in this storage to join. Create it with `autotune "
+            f"search MODEL.py --study {study} --storage URL` (--no-worker creates it without "
+            "running trials); workers started before that wait for it until their --timeout."
+        )
 
 
 @dataclass
 class SearchRequest:
-    """One run of a study: where it is, the settings asked for, and this run's limits.
+    """One process's part in a study: where the study is, what it asks, where it runs.
 
     Attributes:
+        settings: The study's settings; ``None`` joins the study as stored (a worker).
         given: The names of the settings this run set on purpose; the others keep the values
             stored with the study when it exists (None: all were given).
         deadline: This run's wall-clock limit (``--timeout``): probes, trials and finalists.
+        device: Where this process runs its trials (default: the study's device); a study
+            on ``cuda`` takes workers on any CUDA device.
+        model_path: Where the model file is on this machine (default: where the study says).
+        trust_model_path: Run the model file even if its content differs from the study's.
+        allow_version_mismatch: Join even if this torch or triton differs from the study's.
+        cache_limit_bytes: Past this, the kernel cache's oldest files are removed.
     """
 
     study_name: str
     storage: str
-    settings: StudySettings
+    settings: StudySettings | None
     given: frozenset[str] | None = None
     deadline: Deadline = field(default_factory=Deadline)
     cache_dir: str | None = None
+    device: str | None = None
+    model_path: str | None = None
+    trust_model_path: bool = False
+    allow_version_mismatch: bool = False
+    cache_limit_bytes: int = DEFAULT_LIMIT_BYTES
 
 
 class Search:
-    """Runs (or resumes) a study until its trial budget or the wall-clock timeout is spent."""
+    """Runs (or resumes, or joins) a study until its trial budget or the timeout is spent."""
 
     def __init__(
         self,
@@ -67,9 +110,10 @@ class Search:
         self.request = request
         self.runners = list(runner) if isinstance(runner, Sequence) else [runner]
         self._lock = threading.Lock()
-        self._in_flight = 0
         self._stopping = threading.Event()
         self._noted: set[str] = set()
+        self.seconds: dict[str, float] = {}  # ask, suggest, database: see _timed
+        self._timing: set[str] = set()
         self.plan: ScopePlan | None = None
         self.on_record = on_record
         self.on_note = on_note
@@ -79,57 +123,90 @@ class Search:
             request.cache_dir = default_cache_dir(
                 request.study_name, self.study._study_id, request.storage
             )
+        self.created = False
         self.settings = self._settle_settings()
+        self.local = self._local_settings()
         self.space: SearchSpace = space_from_dict(
             self.settings.space,
-            self.settings.device,
+            self.local.device,
             source=f"study {request.study_name}",
             workload=self.settings.workload,
         )
         self.objective = Objective.of(self.settings)
+        self.worker_id = -1
+        self.ended = "not started"
+        self._sampler: ExploringSampler | None = None  # this process's, set by run()
 
     @property
     def deadline(self) -> Deadline:
         return self.request.deadline
 
     def run(self) -> list[TrialRecord]:
-        """Runs trials (baselines first, alone); returns every record of the study."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(self.study)
+        """Runs trials until the study's budget is met, the timeout passes or the space is
+        exhausted; returns every record of the study."""
+        self.worker_id, index = self._join()
+        seed = self.settings.seed + index
+        self._sampler = ExploringSampler(_sampler(self.settings.sampler, seed), seed)
+        self.study.sampler = self._sampler
+        try:
+            self._run()
+        except BaseException as exc:
+            self.ended = f"{type(exc).__name__}: {exc}"[:255] if str(exc) else type(exc).__name__
+            raise
+        finally:
+            self._db(lambda: self.records.stop_worker(self.worker_id, self.ended))
+        return self.records.trials(self.request.study_name)
+
+    def _run(self) -> None:
+        self._recover_stale()
         if self._budget_met():
+            running = self.running()
+            elsewhere = f", {running} running elsewhere" if running else ""
             self._note_once(
                 f"the study's budget of {self.settings.trials} trials is already met "
-                f"({self._searched()} done): no new trials (raise it with --trials)"
+                f"({self.done()} done{elsewhere}): no new trials (raise it with --trials)"
             )
-            return self.records.trials(self.request.study_name)
+            self.ended = "budget met"
+            return
         self._enqueue_missing_baselines()
+        early: optuna.Trial | None = None  # a search trial asked before the scope plan is known
         try:
             while self._pending_baselines() and not self._must_stop():
-                self._one_trial(self.runners[0])
+                trial = self._ask()
+                if BASELINE_ATTR not in trial.user_attrs:  # another process took the last one
+                    early = trial
+                    break
+                self._one_trial(self.runners[0], trial)
             if not self._must_stop():
                 self.plan = self._settle_scope_plan()
-        except DeadlineReached as reached:
-            self._note_once(f"stopping: {reached}")
-            return self.records.trials(self.request.study_name)
+        except BaseException as exc:
+            if early is not None:
+                self._fail(early)
+            if not isinstance(exc, DeadlineReached):
+                raise
+            self._note_once(f"stopping: {exc}")
+            self.ended = "timeout"
+            return
+        if early is not None:
+            if self._must_stop():
+                self._fail(early)
+                return
+            self._one_trial(self.runners[0], early)
         if len(self.runners) == 1:
             self._work(self.runners[0])
         else:
             self._work_in_parallel()
-        return self.records.trials(self.request.study_name)
 
     def _work(self, runner: TrialRunner) -> None:
         """One job: takes trials until the budget, the timeout or the space runs out."""
-        while True:
-            with self._lock:
-                if self._budget_met(self._in_flight) or self._must_stop():
+        while not self._must_stop():
+            with self._lock:  # a local job's ask counts before the next job checks the budget
+                self._recover_stale()
+                if self._budget_met():
+                    self.ended = "budget met"
                     return
-                self._in_flight += 1
-            try:
-                self._one_trial(runner)
-            finally:
-                with self._lock:
-                    self._in_flight -= 1
+                trial = self._ask()
+            self._one_trial(runner, trial)
 
     def _work_in_parallel(self) -> None:
         errors: list[BaseException] = []
@@ -158,21 +235,50 @@ class Search:
         if errors:
             raise errors[0]
 
-    def done(self) -> int:
-        """Search trials the study has finished (baselines excluded)."""
-        return self._searched()
+    def prepare(self) -> None:
+        """Readies the study for workers without running a trial (``--no-worker``): its
+        baselines wait in the queue for the first process that asks."""
+        self._enqueue_missing_baselines()
 
-    def _budget_met(self, in_flight: int = 0) -> bool:
-        return self._searched() + in_flight >= self.settings.trials
+    def wait_for_others(self, on_wait: Callable[[int], None] = lambda running: None) -> None:
+        """Waits until no search trial runs in another process (or the deadline passes), so
+        that the decision sees every trial of the budget; a process that died is found stale
+        and its trial failed meanwhile."""
+        while not self.deadline.passed():
+            self._recover_stale()
+            running = self.running()
+            if not running:
+                return
+            self._note_once(f"waiting for {running} trials still running in other processes")
+            on_wait(running)
+            time.sleep(_POLL_S)
+
+    def done(self) -> int:
+        """Search trials the study has measured (baselines and duplicates excluded), by every
+        process: the figure the budget counts."""
+        return self._db(
+            lambda: self.records.count_trials(self.request.study_name, duplicates=False)
+        )
+
+    def running(self) -> int:
+        """Search trials running now, in any process of the study."""
+        return len(self._running_searched())
+
+    def _budget_met(self) -> bool:
+        """The budget is the study's: finished trials and those running anywhere. Each process
+        checks before it asks, so the study overshoots by at most one trial per process."""
+        return self.done() + self.running() >= self.settings.trials
 
     def _must_stop(self) -> bool:
         if self._stopping.is_set():
             return True
         if self.deadline.passed():
             self._note_once(f"stopping: the timeout of {self.deadline.timeout_s:g} s is spent")
+            self.ended = "timeout"
             return True
         if not self._pending_baselines() and self._exhausted():
             self._note_once(f"stopping: all {self._size()} configurations were measured")
+            self.ended = "space exhausted"
             return True
         return False
 
@@ -181,11 +287,20 @@ class Search:
             self._noted.add(note)
             self.on_note(note)
 
-    def _one_trial(self, runner: TrialRunner) -> None:
+    def _ask(self) -> optuna.Trial:
         with warnings.catch_warnings():
             # Optuna warns that heartbeats are meant for Study.optimize; _heartbeat keeps them.
             warnings.filterwarnings("ignore", message="Heartbeat of storage")
-            trial = self.study.ask()
+            with self._timed("ask"):  # the sampler, and the storage reads it makes
+                trial = retrying(self.study.ask, on_retry=self._note_unreachable)
+        # A trial without a heartbeat is never found stale: beat before anything can fail.
+        storage: Any = self.study._storage
+        self._db(storage.record_heartbeat, trial._trial_id)
+        self._db(trial.set_user_attr, WORKER_ATTR, self.worker_id)
+        return trial
+
+    def _one_trial(self, runner: TrialRunner, trial: optuna.Trial | None = None) -> None:
+        trial = trial or self._ask()
         try:
             record = self._measure(trial, runner)
         except BaseException:
@@ -194,13 +309,25 @@ class Search:
         if record is None:
             self._fail(trial)
             return
-        self.records.add_trial(self.request.study_name, record)
-        self._tell(trial, record)
+        self._db(lambda: self.records.add_trial(self.request.study_name, record))
+        if not self._db(lambda: self._tell(trial, record)):
+            # Failed as stale while this process was cut off from the database: the record
+            # goes, so autotune's rows and Optuna's agree; the re-queued configuration runs.
+            self._db(lambda: self.records.remove_trial(self.request.study_name, trial.number))
+            self.on_note(
+                f"trial {trial.number} was failed by another process while this one could not "
+                "reach the database for longer than the grace period; its result is dropped "
+                "and its configuration retried"
+            )
+            return
+        if record.duplicate_of is not None and self._sampler is not None:
+            self._sampler.explore_next()  # the sampler may be stuck on a measured point
+        self._db(lambda: self.records.beat_worker(self.worker_id))
         self.on_record(record)
         if record.baseline == "eager" and record.failure_kind == "model_error":
             raise UsageError(
-                f"The model file {self.settings.model_path} does not run in eager mode on "
-                f"{self.settings.device}: {(record.error or '').rstrip('.')}. No trial was "
+                f"The model file {self.local.model_path} does not run in eager mode on "
+                f"{self.local.device}: {(record.error or '').rstrip('.')}. No trial was "
                 "compiled; fix the model file and run the same command again."
             )
 
@@ -208,18 +335,27 @@ class Search:
         """The trial's record, or None when it must not count: the run was stopped, or the
         timeout cut its compile budget short (a ``timeout`` then says nothing of the config)."""
         baseline = trial.user_attrs.get(BASELINE_ATTR)
-        batch = self._batch_for(trial)
-        config = self._config_for(trial, baseline)
+        with self._timed("suggest"):  # the sampler reads the study: a restart is ridden out
+            batch = retrying(lambda: self._batch_for(trial), on_retry=self._note_unreachable)
+            config = retrying(
+                lambda: self._config_for(trial, baseline), on_retry=self._note_unreachable
+            )
         key = trial_key(config, batch)
-        reused = self._reuse(key) if baseline is None else None
+        self._db(lambda: trial.set_user_attr(KEY_ATTR, key))
+        reused = self._reuse(trial, key)
         if reused is not None:
             result, duplicate_of = reused
         else:
             budget = self.deadline.budget(self.settings.compile_budget_s)
+            cache = self.request.cache_dir
+            self._prune_cache()
+            before = cache_bytes(cache)
             with _heartbeat(self.study, trial):
                 result = runner.run(self._spec(config, batch, budget))
             duplicate_of = None
             result.batch_size = batch
+            result.cache_bytes_written = max(0, cache_bytes(cache) - before)
+            result.environment = {**result.environment, "worker": self._worker()}
             cut = result.failure_kind == "timeout" and budget < self.settings.compile_budget_s
             if self._stopping.is_set() or cut:
                 return None
@@ -229,11 +365,53 @@ class Search:
             self._default_speedup(batch),
         )  # fmt: skip
 
+    def _reuse(self, trial: optuna.Trial, key: str) -> tuple[TrialResult, int] | None:
+        """A configuration measured (or being measured) in this study is not compiled again:
+        the result of the earliest trial with the same key is reused, waiting for it while it
+        runs in another process. A failed baseline is measured again."""
+        while True:
+            found = self._db(lambda: self.records.find_by_hash(self.request.study_name, key))
+            if found is not None and (found.status == "ok" or found.baseline is None):
+                return TrialResult.from_dict(found.result), found.trial_number
+            earlier = [
+                t for t in self._running() if t.user_attrs.get(KEY_ATTR) == key
+                and t.number < trial.number
+            ]  # fmt: skip
+            if not earlier or self._stopping.is_set():
+                return None
+            self._note_once(
+                f"trial {trial.number} waits for trial {earlier[0].number}, which measures the "
+                "same configuration in another process"
+            )
+            with _heartbeat(self.study, trial):
+                time.sleep(_POLL_S)
+            self._recover_stale()
+
+    def _prune_cache(self) -> None:
+        removed = prune(self.request.cache_dir, self.request.cache_limit_bytes)
+        if removed:
+            self.on_note(
+                f"the kernel cache {self.request.cache_dir} passed its limit of "
+                f"{self.request.cache_limit_bytes / 2**30:.1f} GiB: removed {removed / 2**20:.0f} "
+                "MiB of its oldest files"
+            )
+
     def _fail(self, trial: optuna.Trial) -> None:
+        """Tells Optuna the trial failed (riding out a restarting database): nothing this
+        process stops stays RUNNING."""
+
+        def fail() -> None:
+            try:
+                self.study.tell(trial, state=TrialState.FAIL)
+            except (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError):
+                storage: Any = self.study._storage
+                if not storage.get_trial(trial._trial_id).state.is_finished():
+                    raise
+
         try:
-            self.study.tell(trial, state=TrialState.FAIL)
-        except Exception:  # noqa: BLE001 - the storage may be what failed; the heartbeat then
-            pass  # fails the trial later
+            self._db(fail)
+        except Exception:  # noqa: BLE001 - the database is gone for good: its heartbeat stops,
+            pass  # and another process fails the trial once it is stale
 
     def _batch_for(self, trial: optuna.Trial) -> int | None:
         if trial.user_attrs.get(BASELINE_ATTR) is not None:
@@ -257,30 +435,56 @@ class Search:
         return dataclasses.replace(config, scope=named.scope, fullgraph=fullgraph)
 
     def _settle_scope_plan(self) -> ScopePlan | None:
-        """Analyzes and probes the model's parts once per study; every later run and worker
-        reuses the stored plan, so the scope parameter never changes its choices."""
+        """Analyzes and probes the model's parts once per study: the process that claims the
+        probes runs them, the others wait for the stored plan (or take the claim over when its
+        owner died). Every later run and worker reuses the plan, so the scope parameter never
+        changes its choices."""
         if self.settings.scope != "search":
             return None
-        stored = self.settings.scope_plan
-        if stored is None:
-            plan = self._probe()
-            settings = self.records.settle_study_setting(
-                self.request.study_name, "scope_plan", plan.to_dict()
-            )
-            stored = settings["scope_plan"]
-            self.settings = StudySettings.from_dict(settings)
-        plan = ScopePlan.from_dict(stored)
+        while self.settings.scope_plan is None:
+            owner = self._owner()
+            if self._db(self.records.claim, self._name, SCOPE_CLAIM, owner, grace_s()):
+                self._probe_and_store(owner)
+            else:
+                self._note_once("scope: waiting for another process to probe the model's parts")
+                self.deadline.check("while waiting for the scope probes")
+                time.sleep(_POLL_S)
+                stored = self._db(lambda: self.records.study_settings(self._name))
+                self.settings = StudySettings.from_dict(stored or self.settings.to_dict())
+        plan = ScopePlan.from_dict(self.settings.scope_plan)
         for probe in plan.excluded:
             self._note_once(f"scope: kept eager everywhere: {probe.brief()}")
         self._note_once(f"scope: candidates {', '.join(plan.names)}")
         return plan
 
+    def _probe_and_store(self, owner: str) -> None:
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(heartbeat_s()):
+                retrying(lambda: self.records.beat_claim(self._name, SCOPE_CLAIM, owner))
+
+        beating = threading.Thread(target=beat, daemon=True)
+        beating.start()
+        try:
+            plan = self._probe()
+        except BaseException:
+            stop.set()
+            self._db(lambda: self.records.release_claim(self._name, SCOPE_CLAIM, owner))
+            raise
+        stop.set()
+        settings = self._db(
+            lambda: self.records.settle_study_setting(self._name, "scope_plan", plan.to_dict())
+        )
+        self._db(lambda: self.records.finish_claim(self._name, SCOPE_CLAIM, owner))
+        self.settings = StudySettings.from_dict(settings)
+
     def _probe(self) -> ScopePlan:
-        s = self.settings
+        s, local = self.settings, self.local
         backends = self.space.to_dict().get("compile", {}).get("backend", ["inductor"])
-        self.on_note(f"scope: analyzing {s.model_path} and probing its parts one by one")
+        self.on_note(f"scope: analyzing {local.model_path} and probing its parts one by one")
         return plan_scopes(
-            s.model_path, s.device, self.runners[0],
+            local.model_path, local.device, self.runners[0],
             backend=backends[0] if isinstance(backends, list) else backends,
             budget_s=s.compile_budget_s, seed=s.seed, cache_dir=self.request.cache_dir,
             workload=s.workload, on_probe=lambda r: self.on_note(f"  probe {r.brief()}"),
@@ -288,7 +492,7 @@ class Search:
         )  # fmt: skip
 
     def _spec(self, config: CompileConfig | None, batch: int | None, budget: float) -> TrialSpec:
-        return self.settings.trial_spec(
+        return self.local.trial_spec(
             config.to_dict() if config is not None else None,
             cache_dir=self.request.cache_dir,
             relaxed_numerics=config is not None and self.space.relaxes_numerics(config),
@@ -296,27 +500,13 @@ class Search:
             budget_s=budget,
         )
 
-    def _reuse(self, key: str) -> tuple[TrialResult, int] | None:
-        """A configuration measured before in this study is not compiled again."""
-        found = self.records.find_by_hash(self.request.study_name, key)
-        if found is None:
-            return None
-        return TrialResult.from_dict(found.result), found.trial_number
+    def _tell(self, trial: optuna.Trial, record: TrialRecord) -> bool:
+        return tell_record(self.study, trial, record, self.objective, self.settings.pareto)
 
-    def _tell(self, trial: optuna.Trial, record: TrialRecord) -> None:
-        """A measured trial scores by the objective; a failed one (timeout, crash, broken
-        memory or latency budget, ...) is an infeasible trial, so the sampler learns to avoid
-        it."""
-        score = self.objective.score(record)
-        violation = 0.0 if score is not None else 1.0
-        trial.set_user_attr(CONSTRAINT_ATTR, [violation])
-        if hasattr(trial, "set_constraint"):  # Optuna >= 5; older ones read constraints_func
-            trial.set_constraint("feasible", violation)
-        axes = self.settings.pareto
-        if axes:
-            self.study.tell(trial, optuna_values(record, axes))
-        else:
-            self.study.tell(trial, score if score is not None else 0.0)
+    def _recover_stale(self) -> None:
+        """Trials whose process died are finished from their record or failed and retried
+        (see autotune.study._stale), between this process's trials."""
+        self._db(recover_stale, self.study, self.records, self._tell)
 
     def _within_budgets(self, result: TrialResult) -> TrialResult:
         """A trial that ran and matched eager, but broke --memory-budget or --max-latency-ms,
@@ -337,15 +527,11 @@ class Search:
         return result
 
     def _default_speedup(self, batch: int | None) -> float | None:
-        for record in self.records.trials(self.request.study_name):
+        for record in self._db(self.records.baselines, self._name):
             if record.baseline == "default" and record.status == "ok":
                 if record.batch_size == batch:
                     return record.speedup_vs_eager
         return None
-
-    def _searched(self) -> int:
-        rows = self.records.trials(self.request.study_name)
-        return sum(1 for r in rows if r.baseline is None)
 
     def _batches(self) -> list[int | None]:
         """The batch sizes the study measures (None: the model file's own inputs)."""
@@ -356,12 +542,18 @@ class Search:
         return self.space.size * scopes * len(self._batches())
 
     def _exhausted(self) -> bool:
-        rows = self.records.trials(self.request.study_name)
-        distinct = {r.config_hash for r in rows if r.baseline is None}
-        return len(distinct) >= self._size()
+        return self._db(self.records.count_distinct_keys, self._name) >= self._size()
+
+    def _running(self) -> list[optuna.trial.FrozenTrial]:
+        states = (TrialState.RUNNING,)
+        return list(self._db(lambda: self.study.get_trials(deepcopy=False, states=states)))
+
+    def _running_searched(self) -> list[optuna.trial.FrozenTrial]:
+        return [t for t in self._running() if BASELINE_ATTR not in t.user_attrs]
 
     def _pending_baselines(self) -> list[tuple[str, int | None]]:
-        waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        states = (TrialState.WAITING,)
+        waiting = self._db(lambda: self.study.get_trials(deepcopy=False, states=states))
         return [
             (t.user_attrs[BASELINE_ATTR], t.user_attrs.get(BATCH_ATTR))
             for t in waiting
@@ -370,54 +562,149 @@ class Search:
 
     def _enqueue_missing_baselines(self) -> None:
         """Eager and default torch.compile are measured first in every study, at every batch
-        size it searches (and again on resume when their earlier attempt did not succeed)."""
-        records = self.records.trials(self.request.study_name)
+        size it searches (and again when an earlier attempt did not succeed). A baseline
+        running or waiting anywhere is not enqueued again; two processes that race here both
+        enqueue it, and the second trial then reuses the first one's result."""
+        records = self._db(self.records.baselines, self._name)
         done = {(r.baseline, r.batch_size) for r in records if r.status == "ok"}
-        pending = set(self._pending_baselines())
+        running = {
+            (t.user_attrs[BASELINE_ATTR], t.user_attrs.get(BATCH_ATTR))
+            for t in self._running()
+            if BASELINE_ATTR in t.user_attrs
+        }
+        pending = set(self._pending_baselines()) | running
         for batch in self._batches():
             for name in BASELINES:
                 if (name, batch) not in done and (name, batch) not in pending:
                     attrs: dict[str, Any] = {BASELINE_ATTR: name, BATCH_ATTR: batch}
-                    self.study.enqueue_trial({}, user_attrs=attrs)
+                    self._db(self.study.enqueue_trial, {}, attrs)
 
     def _settle_settings(self) -> StudySettings:
         """Creates the study's settings, or settles what this run asked for against the stored
-        ones (only what may change, changes; it is stored and said)."""
-        requested = self.request.settings
+        ones (only what may change, changes; it is stored and said). A worker (no settings
+        asked for) takes the stored ones."""
         name = self.request.study_name
-        stored = StudySettings.from_dict(
-            self.records.save_study(name, self.study._study_id, requested.to_dict())
+        requested = self.request.settings
+        if requested is None:
+            stored = self.records.study_settings(name)
+            if stored is None:
+                raise StudyNotFound(name)
+            return StudySettings.from_dict(stored)
+        raw, self.created = self.records.open_study(
+            name, self.study._study_id, requested.to_dict()
         )
-        settings, notes = settle(name, stored, requested, self.request.given)
-        if settings != stored:
-            changes = {k: v for k, v in settings.to_dict().items() if v != stored.to_dict()[k]}
+        stored_settings = StudySettings.from_dict(raw)
+        settings, notes = settle(name, stored_settings, requested, self.request.given)
+        if settings != stored_settings:
+            changes = {
+                k: v for k, v in settings.to_dict().items() if v != stored_settings.to_dict()[k]
+            }
             settings = StudySettings.from_dict(self.records.update_study_settings(name, changes))
         for note in notes:
             self.on_note(note)
         return settings
 
+    def _local_settings(self) -> StudySettings:
+        """The study's settings as this process runs them: its own device and model path,
+        after the checks that it may join (same torch and triton, same model file)."""
+        model_path = local_model_path(self.settings, self.request.model_path)
+        # A worker that names no device takes the study's kind: CUDA_VISIBLE_DEVICES says which.
+        joining = self.request.settings is None
+        stored = device_type(self.settings.device) if joining else self.settings.device
+        device = self.request.device or stored
+        for note in check_joining(
+            self._name, self.settings, model_path, device,
+            trust_model_path=self.request.trust_model_path,
+            allow_version_mismatch=self.request.allow_version_mismatch,
+        ):  # fmt: skip
+            self.on_note(note)
+        return dataclasses.replace(self.settings, model_path=model_path, device=device)
+
+    def _join(self) -> tuple[int, int]:
+        """Records this process as a worker of the study; its index among them seeds its
+        sampler (the study's seed plus the index), so workers never replay one another."""
+        gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
+        worker_id = self._db(
+            lambda: self.records.start_worker(
+                self._name, socket.gethostname(), os.getpid(), gpu, self.local.device
+            )
+        )
+        ids = [w.id for w in self._db(lambda: self.records.workers(self._name))]
+        return worker_id, ids.index(worker_id)
+
+    def _worker(self) -> dict[str, Any]:
+        return {
+            "id": self.worker_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "device": self.local.device,
+        }
+
+    def _owner(self) -> str:
+        return f"{socket.gethostname()}:{os.getpid()}:worker{self.worker_id}"
+
+    @property
+    def _name(self) -> str:
+        return self.request.study_name
+
+    def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` against the database, riding out a restart or a refused connection."""
+        with self._timed("database"):
+            return retrying(lambda: fn(*args), on_retry=self._note_unreachable)
+
+    @contextmanager
+    def _timed(self, what: str) -> Iterator[None]:
+        """Adds the seconds spent to ``self.seconds[what]`` (the outermost timing of a kind
+        counts once): what the study's bookkeeping costs next to its trials."""
+        if what in self._timing:
+            yield
+            return
+        self._timing.add(what)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[what] = self.seconds.get(what, 0.0) + time.perf_counter() - started
+            self._timing.discard(what)
+
+    def _note_unreachable(self, exc: BaseException) -> None:
+        self._note_once(
+            f"the database is unreachable ({type(exc).__name__}); retrying with backoff for up "
+            "to two minutes"
+        )
+
 
 def _open_study(request: SearchRequest) -> optuna.Study:
     """Creates or loads the study: one direction (maximize the score), or one per --pareto
     axis, where Optuna's TPE sampler runs its multi-objective variant."""
-    sampler = _sampler(request.settings.sampler, request.settings.seed)
-    axes = request.settings.pareto or []
+    settings = request.settings
+    axes = (settings.pareto if settings is not None else None) or []
+    storage = open_optuna_storage(request.storage)
+    if settings is None:
+        try:
+            return optuna.load_study(study_name=request.study_name, storage=storage)
+        except KeyError:
+            raise StudyNotFound(request.study_name) from None
     return optuna.create_study(
         study_name=request.study_name,
-        storage=open_optuna_storage(request.storage),
-        sampler=sampler,
+        storage=storage,
         directions=[DIRECTIONS[axis] for axis in axes] or ["maximize"],
         load_if_exists=True,
     )
 
 
 def _sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    """The study's sampler for one process. TPE runs with ``constant_liar``: trials running in
+    other processes count as bad results, so idle workers are not all sent to one point."""
     if name == "tpe":
         if hasattr(optuna.trial.Trial, "set_constraint"):
-            return optuna.samplers.TPESampler(seed=seed)
+            return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.TPESampler(seed=seed, constraints_func=_constraints)
+            return optuna.samplers.TPESampler(
+                seed=seed, constant_liar=True, constraints_func=_constraints
+            )
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     raise UsageError(f"--sampler must be tpe or random, got {name!r}.")
@@ -430,14 +717,19 @@ def _constraints(trial: optuna.trial.FrozenTrial) -> list[float]:
 @contextmanager
 def _heartbeat(study: optuna.Study, trial: optuna.Trial) -> Iterator[None]:
     """Keeps the trial's heartbeat fresh while its process runs, so that only trials whose
-    owner died are failed as stale (by this or any other process of the study)."""
+    owner died are failed as stale (by this or any other process of the study). A beat the
+    database refuses is simply tried again at the next one."""
     stop = threading.Event()
     storage: Any = study._storage
 
     def beat() -> None:
-        storage.record_heartbeat(trial._trial_id)
-        while not stop.wait(HEARTBEAT_S):
-            storage.record_heartbeat(trial._trial_id)
+        while True:
+            try:
+                storage.record_heartbeat(trial._trial_id)
+            except Exception:  # noqa: BLE001 - a restarting database: beat again later
+                pass
+            if stop.wait(heartbeat_s()):
+                return
 
     thread = threading.Thread(target=beat, daemon=True)
     thread.start()

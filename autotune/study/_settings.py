@@ -67,6 +67,8 @@ class StudySettings:
     warm_start: bool = False  # amortized/--pick: charge the warm compile, not the cold one
     batch_sizes: list[int] | None = None  # --objective throughput: the batch sizes searched
     max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
+    model_sha256: str | None = None  # the model file's content when the study was created
+    triton_version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -115,13 +117,15 @@ def settle(
     A setting the caller did not give (``given``: the names it set explicitly; None: all of
     them) keeps its stored value. A given setting that differs from the stored one is taken
     when it is one of :data:`CHANGEABLE` (and said in a note); any other difference refuses the
-    run, naming every one.
+    run, naming every one. The device counts by its type (``cuda`` and ``cuda:1`` agree: a
+    process's own device is its own); torch and triton are checked when a process joins (see
+    autotune.study._identity).
     """
     given = frozenset(OPTIONS) if given is None else given
     changed = [
         name
         for name in OPTIONS
-        if name in given and getattr(stored, name) != getattr(requested, name)
+        if name in given and _differs(name, getattr(stored, name), getattr(requested, name))
     ]
     refused = [name for name in changed if name not in CHANGEABLE]
     if refused:
@@ -132,12 +136,14 @@ def settle(
         f"{_show(requested, name)}"
         for name in changed
     ]
-    if stored.torch_version != requested.torch_version:
-        notes.append(
-            f"note: study {study!r} began under torch {stored.torch_version}, this run has "
-            f"torch {requested.torch_version}; its earlier timings may not compare"
-        )
     return settings, notes
+
+
+def _differs(name: str, stored: Any, requested: Any) -> bool:
+    """A device is the study's by its type: a study on ``cuda`` runs on any CUDA device."""
+    if name == "device":
+        return str(stored).split(":")[0] != str(requested).split(":")[0]
+    return bool(stored != requested)
 
 
 def _refusal(study: str, stored: StudySettings, requested: StudySettings, names: list[str]) -> str:

@@ -5,14 +5,78 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from autotune.errors import UsageError
 
 HEARTBEAT_S = 30
 GRACE_S = 120
+# How long a process rides out a database that restarts or refuses connections.
+DB_RETRY_S = 120.0
+_RETRY_FIRST_S = 0.5
+_RETRY_MAX_S = 5.0
+
+T = TypeVar("T")
+
+
+def heartbeat_s() -> int:
+    """Seconds between a running trial's heartbeats (``$AUTOTUNE_HEARTBEAT_S``, default 30)."""
+    return int(os.environ.get("AUTOTUNE_HEARTBEAT_S") or HEARTBEAT_S)
+
+
+def grace_s() -> int:
+    """Seconds without a heartbeat after which a running trial's owner counts as dead
+    (``$AUTOTUNE_GRACE_S``, default 120): its trial is failed and retried once."""
+    return int(os.environ.get("AUTOTUNE_GRACE_S") or GRACE_S)
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a database error may pass: the server restarting, a dropped connection, a
+    locked SQLite file.
+
+    The chain is followed through SQLAlchemy's and Optuna's wrappers: Optuna re-raises a failed
+    commit as its StorageInternalError (the cause kept), and a query retried on a connection
+    that was cut mid-transaction fails with PendingRollbackError, the cut in its context; Optuna
+    rolls its session back, so the next call reconnects."""
+    from sqlalchemy import exc as sa_exc
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sa_exc.DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, (sa_exc.OperationalError, sa_exc.InterfaceError)):
+            return True
+        wrapper = type(current).__name__ == "StorageInternalError"
+        if not (wrapper or isinstance(current, sa_exc.SQLAlchemyError)):
+            return False
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def retrying(
+    fn: Callable[[], T],
+    on_retry: Callable[[BaseException], None] = lambda exc: None,
+    within_s: float = DB_RETRY_S,
+) -> T:
+    """``fn()``, called again with backoff while it fails on a transient database error, for at
+    most ``within_s`` seconds; ``on_retry`` hears of each failure."""
+    deadline = time.monotonic() + within_s
+    delay = _RETRY_FIRST_S
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            if not transient(exc) or time.monotonic() + delay > deadline:
+                raise
+            on_retry(exc)
+        time.sleep(delay)
+        delay = min(2 * delay, _RETRY_MAX_S)
 
 
 def open_optuna_storage(url: str) -> Any:
@@ -21,7 +85,7 @@ def open_optuna_storage(url: str) -> Any:
     from optuna.storages import RDBStorage
 
     from autotune.records import engine_options, redact_url
-    from autotune.records._engine import POSTGRES_INSTALL
+    from autotune.records._engine import POSTGRES_INSTALL, reason
 
     try:
         with warnings.catch_warnings():
@@ -35,8 +99,8 @@ def open_optuna_storage(url: str) -> Any:
     except Exception as exc:  # SQLAlchemy's argument and connection errors
         raise UsageError(
             f"Cannot open the storage {redact_url(url)}: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}. Pass a reachable SQLAlchemy URL "
-            "with --storage (default sqlite:///autotune.db)."
+            f"{reason(exc, url)} Pass a reachable SQLAlchemy URL with --storage (default "
+            "sqlite:///autotune.db, or $AUTOTUNE_STORAGE)."
         ) from exc
     finally:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -46,7 +110,7 @@ def _heartbeat_kwargs() -> dict[str, Any]:
     """Optuna 4.9 renamed the stale-trial callback; support both sides of the rename."""
     import optuna.storages as storages
 
-    kwargs: dict[str, Any] = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S}
+    kwargs: dict[str, Any] = {"heartbeat_interval": heartbeat_s(), "grace_period": grace_s()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # both callbacks are marked experimental
         if hasattr(storages, "RetryHeartbeatStaleTrialCallback"):

@@ -108,6 +108,7 @@ class TrialResult:
     threads: int | None = None  # torch intra-op threads the trial ran with
     per_shape: list[dict[str, Any]] = field(default_factory=list)  # shape distributions only
     batch_size: int | None = None  # the batch size get_inputs was asked for, if one was
+    cache_bytes_written: int | None = None  # what the trial added to the study's kernel cache
     wall_time_s: float | None = None
 
     @property

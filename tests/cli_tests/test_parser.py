@@ -17,7 +17,7 @@ def _help(capsys, *argv: str) -> str:
 
 def test_every_subcommand_has_a_module_with_a_parser_and_a_run():
     parser, commands = build_parser()
-    assert set(commands) == set(COMMANDS) == {"search", "finalize", "spaces", "verify"}
+    assert set(commands) == set(COMMANDS) == {"search", "worker", "finalize", "spaces", "verify"}
     for module in COMMANDS.values():
         assert callable(module.run) and module.INTERRUPTED
 
@@ -32,7 +32,7 @@ def test_every_subcommand_has_a_module_with_a_parser_and_a_run():
         "--sampler {tpe,random} Optuna sampler (default: tpe)",
         "--finalists N",
         "(default: 3)",
-        "(default: sqlite:///autotune.db)",
+        "default: $AUTOTUNE_STORAGE, else sqlite:///autotune.db",
         "(default: best_config.json)",
         "(default: 0.02)",  # --precision
         "(default: infer)",  # --workload

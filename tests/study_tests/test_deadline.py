@@ -112,3 +112,4 @@ def test_finalists_cut_by_the_deadline_leave_the_decision_to_the_search(
     with RecordStore(request.storage) as store:
         (unfinished,) = store.finalist_rounds("f")
         assert not unfinished.done
+        assert store.claim_of("f", "finalists") is None  # released for a later run

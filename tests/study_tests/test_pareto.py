@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import optuna
 import pytest
+import torch
 
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
@@ -74,7 +75,7 @@ def test_a_memory_axis_brings_a_lean_config_back_to_the_front():
 
 def pick(rule, records=RECORDS):
     settings = StudySettings(
-        model_path="m.py", device="cpu", space={}, space_hash="x", torch_version="2.13.0",
+        model_path="m.py", device="cpu", space={}, space_hash="x", torch_version=torch.__version__,
         pareto=AXES,
     )  # fmt: skip
     return pick_from_front(records, settings, "s", "sqlite:///x.db", PickRule.parse(rule))
@@ -207,8 +208,8 @@ def test_a_pareto_study_is_multi_objective_and_fails_infeasible_trials(tmp_path,
     space = load_space(space_file("aot_eager"), "cpu")
     settings = StudySettings(
         model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
-        space_hash=space.content_hash(), torch_version="2.13.0", scope="whole", pareto=AXES,
-        trials=20,
+        space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
+        pareto=AXES, trials=20,
     )  # fmt: skip
     request = SearchRequest("p", f"sqlite:///{tmp_path}/t.db", settings)
     search = Search(request, CompileTimeRunner())
@@ -243,7 +244,7 @@ def test_the_rule_is_applied_to_the_finalists_cold_compiles_and_pooled_speedups(
     from autotune.study._finalists import Finalist
 
     settings = StudySettings(
-        model_path="m.py", device="cpu", space={}, space_hash="x", torch_version="2.13.0",
+        model_path="m.py", device="cpu", space={}, space_hash="x", torch_version=torch.__version__,
         pareto=AXES,
     )  # fmt: skip
     # In the search (shared kernel cache) #3 compiled in 12 s; cold, it takes 20 s.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import optuna
 import pytest
+import torch
 
+from autotune._deadline import Deadline
 from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.space import load_space
@@ -53,7 +55,7 @@ def request_for(tmp_path, model_file, space_file):
         space = load_space(space_file("aot_eager"), "cpu")
         study_settings = StudySettings(
             model_path=model_file(model), device="cpu", space=space.to_dict(),
-            space_hash=space.content_hash(), torch_version="2.13.0", scope=scope,
+            space_hash=space.content_hash(), torch_version=torch.__version__, scope=scope,
             trials=trials, **settings,
         )  # fmt: skip
         return SearchRequest(study, f"sqlite:///{tmp_path}/t.db", study_settings)
@@ -67,7 +69,7 @@ def test_baselines_run_first_then_the_budget_of_search_trials(request_for):
     assert [r.baseline for r in records[:2]] == ["eager", "default"]
     assert runner.specs[0].config is None
     assert runner.specs[1].config["backend"] == "inductor"
-    assert sum(r.baseline is None for r in records) == 3
+    assert sum(r.baseline is None and r.duplicate_of is None for r in records) == 3
     study = optuna.load_study(study_name="s", storage=request_for().storage)
     assert len(study.trials) == 5
     assert study.trials[0].user_attrs[BASELINE_ATTR] == "eager"
@@ -95,6 +97,37 @@ def test_a_repeated_config_is_reused_not_run_again(request_for):
             assert original.config_hash == r.config_hash
 
 
+class StuckSampler(optuna.samplers.BaseSampler):
+    """Proposes the same point every time: a sampler that has converged on its best guess."""
+
+    def infer_relative_search_space(self, study, trial):
+        return {}
+
+    def sample_relative(self, study, trial, search_space):
+        return {}
+
+    def sample_independent(self, study, trial, name, distribution):
+        return distribution.choices[0]
+
+
+def test_a_duplicate_does_not_count_and_the_next_proposal_is_random(request_for, monkeypatch):
+    """With a sampler stuck on one point, every proposal after the first is a duplicate:
+    duplicates reuse the result without counting, and the proposal after each is drawn at
+    random, so the budget of new configurations is still measured."""
+    monkeypatch.setattr("autotune.study._search._sampler", lambda name, seed: StuckSampler())
+    runner = TableRunner()
+    request = request_for(trials=3)
+    request.deadline = Deadline.after(120)  # without exploring, the loop would spin to here
+    search = Search(request, runner)
+    records = search.run()
+    assert search.ended == "budget met"
+    searched = [r for r in records if r.baseline is None]
+    measured = [r for r in searched if r.duplicate_of is None]
+    assert len(measured) == len({r.config_hash for r in measured}) == 3
+    assert len(runner.specs) == 2 + 3  # the baselines, then each configuration once
+    assert any(r.duplicate_of is not None for r in searched)
+
+
 def test_the_study_stops_when_every_config_was_measured(request_for):
     notes = []
     Search(request_for(trials=50), TableRunner(), on_note=notes.append).run()
@@ -106,7 +139,7 @@ def test_resume_runs_only_what_is_left_and_no_baseline_twice(request_for):
     runner = TableRunner()
     records = Search(request_for(trials=3), runner).run()
     assert [s.config is None for s in runner.specs].count(True) == 0
-    assert sum(r.baseline is None for r in records) == 3
+    assert sum(r.baseline is None and r.duplicate_of is None for r in records) == 3
 
 
 def test_resume_with_another_model_is_refused(request_for):
@@ -181,8 +214,9 @@ def test_records_keep_the_environment(request_for):
 def test_parallel_jobs_spend_exactly_the_budget(request_for):
     runners = [TableRunner(), TableRunner()]
     records = Search(request_for(trials=4), runners).run()
-    assert sum(r.baseline is None for r in records) == 4
-    assert len({r.trial_number for r in records}) == len(records) == 6
+    assert sum(r.baseline is None and r.duplicate_of is None for r in records) == 4
+    assert len({r.trial_number for r in records}) == len(records)
+    assert sum(r.baseline is not None for r in records) == 2
     assert runners[0].specs[0].config is None  # the baselines ran first, on the first job
 
 
@@ -261,3 +295,27 @@ def test_a_winner_within_the_noise_of_default_compile_gives_way_to_it(request_fo
     best = best_config(records, search.settings, "s", request.storage, finalists=clear)
     assert best.source["trial"] == tuned.trial_number
     assert best.metrics["cold_compile_time_s"] == 0.5
+
+
+def test_a_trial_failed_by_another_process_meanwhile_leaves_no_record(request_for):
+    """A worker cut off from the database past the grace period finds its trial failed as
+    stale by another: its result is dropped, so autotune's rows and Optuna's still agree."""
+    request = request_for(trials=2)
+
+    class FailedMeanwhile(TableRunner):
+        def run(self, spec):
+            if len(self.specs) == 2:  # the first search trial, after the two baselines
+                study = optuna.load_study(study_name="s", storage=request.storage)
+                (running,) = study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+                study._storage.set_trial_state_values(
+                    running._trial_id, state=optuna.trial.TrialState.FAIL
+                )
+            return super().run(spec)
+
+    notes = []
+    records = Search(request, FailedMeanwhile(), on_note=notes.append).run()
+    assert any("was failed by another process" in n for n in notes)
+    study = optuna.load_study(study_name="s", storage=request.storage)
+    complete = {t.number for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE}
+    assert complete == {r.trial_number for r in records}
+    assert sum(r.baseline is None and r.duplicate_of is None for r in records) == 2

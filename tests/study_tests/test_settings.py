@@ -47,13 +47,19 @@ def test_every_other_difference_is_refused_and_named():
     assert "--trials" not in message.split("Only")[0]  # changeable: not a refusal
 
 
-def test_another_torch_is_a_note_not_a_refusal():
+def test_the_device_counts_by_its_type():
+    on_cuda = replace(STORED, device="cuda")
+    settled, _ = settle("s", on_cuda, replace(on_cuda, device="cuda:1"))
+    assert settled.device == "cuda"  # a process's own CUDA device is its own
+    with pytest.raises(
+        UsageError, match="--device: the study has 'cuda', this run asks for 'cpu'"
+    ):
+        settle("s", on_cuda, replace(on_cuda, device="cpu"))
+
+
+def test_versions_are_left_to_the_joining_check():
     settled, notes = settle("s", STORED, replace(STORED, torch_version="2.14.0"))
-    assert settled.torch_version == "2.13.0"
-    assert notes == [
-        "note: study 's' began under torch 2.13.0, this run has torch 2.14.0; its earlier "
-        "timings may not compare"
-    ]
+    assert settled.torch_version == "2.13.0" and notes == []
 
 
 def test_settings_stored_by_an_older_autotune_load_with_defaults():

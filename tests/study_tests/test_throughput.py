@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import scripted
+import torch
 
 from autotune.errors import UsageError
 from autotune.records import RecordStore
@@ -61,7 +62,7 @@ def study(tmp_path, model_file, space_file):
         space = load_space(space_file("aot_eager"), "cpu")
         study_settings = StudySettings(
             model_path=model_file("batched"), device="cpu", space=space.to_dict(),
-            space_hash=space.content_hash(), torch_version="2.13.0", scope="whole",
+            space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
             trials=30, finalists=0, **settings,
         )  # fmt: skip
         request = SearchRequest(name, f"sqlite:///{tmp_path}/t.db", study_settings)

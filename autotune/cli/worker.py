@@ -1,0 +1,192 @@
+"""``autotune worker --study NAME``: run trials of a study stored in a shared database.
+
+Start one per GPU, on as many machines as you have, before or after the study is created
+(``autotune search MODEL.py --storage URL --study NAME [--no-worker]``): each asks the study
+for its next trial until the study's budget is met or --timeout passes. The study holds every
+setting; a worker only says where it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import IO, TYPE_CHECKING, Any
+
+from autotune.cli import _argtypes as argtypes
+from autotune.cli import _options as options
+
+if TYPE_CHECKING:
+    from autotune.study import Search, SearchRequest
+
+INTERRUPTED = (
+    "the running trial was failed in the study (another worker retries it); every finished "
+    "trial is saved."
+)
+TERMINATED_EXIT = 0  # SIGTERM is how Slurm and Kubernetes stop a worker: a clean stop
+_WAIT_S = 2.0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
+    p = options.add_subcommand(
+        sub,
+        "worker",
+        help="run trials of a study shared in a database (one worker per GPU)",
+        description="Join a study (created by `autotune search ... --storage URL`) and run its "
+        "trials until its budget is met or --timeout passes. Everything the trials need comes "
+        "from the study; the worker checks that its torch, triton and model file are the "
+        "study's. SIGTERM fails the running trial (another worker retries it) and exits 0.",
+    )
+    p.add_argument("--study", required=True, metavar="NAME", help="the study to join")
+    options.add_storage(p)
+    p.add_argument(
+        "--model", metavar="PATH",
+        help="where the study's model file is on this machine (default: the path the study "
+        "was created with); its content must be the study's",
+    )  # fmt: skip
+    options.add_device(
+        p, "where this worker runs trials (default: the study's kind of device; with CUDA, "
+        "CUDA_VISIBLE_DEVICES says which GPU)",
+    )  # fmt: skip
+    p.add_argument(
+        "--gpus", type=argtypes.gpu_list, metavar="I,J,...",
+        help="start one worker process per listed GPU (each sees only its GPU, through "
+        "CUDA_VISIBLE_DEVICES) and wait for them",
+    )  # fmt: skip
+    p.add_argument(
+        "--timeout", type=argtypes.positive_float, metavar="SECONDS",
+        help="wall clock of this worker: no trial starts after it, none runs past it",
+    )  # fmt: skip
+    options.add_trial_processes(p)
+    options.add_joining(p)
+    options.add_debug(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.gpus:
+        return _per_gpu(args)
+    from autotune._deadline import Deadline
+    from autotune._device import resolve_device
+    from autotune.cli.search import trial_runners
+    from autotune.reports import terminal
+    from autotune.study import SearchRequest
+
+    device = None
+    if args.device:
+        device = resolve_device(args.device, remedy="Pass --device of this machine.")
+    request = SearchRequest(
+        args.study, options.storage(args), None, deadline=Deadline.after(args.timeout),
+        cache_dir=args.cache_dir, cache_limit_bytes=args.cache_limit, device=device,
+        model_path=args.model,
+        trust_model_path=args.trust_model_path,
+        allow_version_mismatch=args.allow_version_mismatch,
+    )  # fmt: skip
+    search = _join(request)
+    search.on_record = lambda record: _say(terminal.trial_line(record, search.objective))
+    resolve_device(search.local.device, remedy="Run the worker where the study's device is.")
+    runners = trial_runners(args, search.local.device)
+    search.runners = list(runners)
+    s = search.settings
+    _say(
+        f"worker for study {args.study!r} ({search.done()} of {s.trials} trials done): "
+        f"{search.local.model_path} on {search.local.device}, space {search.space.name!r}"
+    )
+    try:
+        search.run()
+    finally:
+        for runner in runners:
+            runner.close()
+    _say(f"worker done: {search.ended}")
+    return 0
+
+
+def _join(request: SearchRequest) -> Search:
+    """The study's search for this process; a worker started before its study is created
+    waits for it (until --timeout)."""
+    import time
+
+    from autotune.study import Search, StudyNotFound
+
+    while True:
+        try:
+            return Search(request, on_note=_say)
+        except StudyNotFound:
+            if request.deadline.passed():
+                raise
+        _say_once(f"waiting for study {request.study_name!r} to be created")
+        time.sleep(min(_WAIT_S, request.deadline.left()))
+
+
+def _per_gpu(args: argparse.Namespace) -> int:
+    """One worker process per GPU, each seeing only its own; their lines are prefixed with the
+    GPU. A signal to this process goes to every worker, and each dies with it."""
+    argv = _without_gpus(args.argv)
+    procs, echoes = [], []
+    for gpu in args.gpus:
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autotune.cli", *argv, "--device", "cuda"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=_die_with_parent,
+        )  # fmt: skip
+        echo = threading.Thread(target=_prefix, args=(proc.stdout, f"[gpu {gpu}] "), daemon=True)
+        echo.start()
+        procs.append(proc)
+        echoes.append(echo)
+
+    def forward(signum: int, frame: Any) -> None:
+        for proc in procs:
+            proc.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    codes = [proc.wait() for proc in procs]
+    for echo in echoes:  # every worker's last lines are printed before this process exits
+        echo.join(timeout=5)
+    return next((code for code in codes if code), 0)
+
+
+def _without_gpus(argv: list[str]) -> list[str]:
+    """The command line of one GPU's worker: the same, less --gpus and --device."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--gpus", "--device"):
+            skip = True
+        elif not arg.startswith(("--gpus=", "--device=")):
+            out.append(arg)
+    return out
+
+
+def _prefix(stream: IO[str] | None, prefix: str) -> None:
+    assert stream is not None
+    for line in stream:
+        sys.stdout.write(prefix + line)
+        sys.stdout.flush()
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: SIGTERM when we die
+    except (OSError, AttributeError):
+        pass
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+_said: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    if line not in _said:
+        _said.add(line)
+        _say(line)

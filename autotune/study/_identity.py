@@ -1,0 +1,132 @@
+"""What a process must share with a study to run its trials: the device type, torch and
+triton, and the model file itself.
+
+The database is a trust boundary: whoever can write a study can point every worker at a file.
+A process runs the model file only when its SHA-256 is the one stored when the study was
+created (``--trust-model-path`` overrides, and says so), and reads nothing else from the
+database but JSON it validates; nothing from it is executed or unpickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+from autotune.errors import UsageError
+from autotune.study._settings import StudySettings
+
+
+def model_sha256(path: str | Path) -> str:
+    """The SHA-256 of a model file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def triton_version() -> str | None:
+    """The installed triton's version, read from its metadata (triton is not imported)."""
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def device_type(device: str) -> str:
+    """``cuda:1`` -> ``cuda``."""
+    return device.split(":", 1)[0]
+
+
+def local_model_path(settings: StudySettings, override: str | None) -> str:
+    """Where this process finds the model file: ``--model``, else where the study says."""
+    return str(Path(override).resolve()) if override else settings.model_path
+
+
+def check_joining(
+    study: str,
+    settings: StudySettings,
+    model_path: str,
+    device: str,
+    *,
+    trust_model_path: bool = False,
+    allow_version_mismatch: bool = False,
+) -> list[str]:
+    """Refuses a process that would measure something else than the study's other trials;
+    returns notes for what it was allowed to differ in."""
+    if device_type(device) != device_type(settings.device):
+        raise UsageError(
+            f"Study {study!r} runs on {device_type(settings.device)}, this process on {device}: "
+            "trials on another kind of device do not compare. Run it where the study's device "
+            "is, or create another study."
+        )
+    return _versions(study, settings, allow_version_mismatch) + _model(
+        study, settings, model_path, trust_model_path
+    )
+
+
+def _versions(study: str, settings: StudySettings, allowed: bool) -> list[str]:
+    import torch
+
+    pairs: list[tuple[str, str | None, str | None]] = [
+        ("torch", settings.torch_version, str(torch.__version__))
+    ]
+    if settings.triton_version is not None or triton_version() is not None:
+        pairs.append(("triton", settings.triton_version, triton_version()))
+    diffs = [f"{name} {theirs} (study) vs {ours} (here)" for name, theirs, ours in pairs
+             if theirs != ours]  # fmt: skip
+    if not diffs:
+        return []
+    if allowed:
+        return [f"note: joining study {study!r} with other versions: {'; '.join(diffs)}"]
+    raise UsageError(
+        f"This process cannot join study {study!r}: {'; '.join(diffs)}. Trials measured under "
+        "another torch or triton do not compare with the study's. Install the study's "
+        "versions, create another study, or pass --allow-version-mismatch to join anyway (each "
+        "trial records the versions it ran with)."
+    )
+
+
+def _model(study: str, settings: StudySettings, model_path: str, trusted: bool) -> list[str]:
+    if not Path(model_path).is_file():
+        raise UsageError(
+            f"The model file of study {study!r} is not at {model_path} on this machine. Pass "
+            "--model PATH with where it is here (its content must be the study's)."
+        )
+    expected = settings.model_sha256
+    if expected is None:
+        return []
+    actual = model_sha256(model_path)
+    if actual == expected:
+        return []
+    if trusted:
+        return [
+            f"note: the model file {model_path} differs from the one study {study!r} was "
+            f"created with (sha256 {actual[:12]}, the study's {expected[:12]}); run anyway as "
+            "--trust-model-path asks"
+        ]
+    raise UsageError(
+        f"The model file {model_path} is not the one study {study!r} was created with: its "
+        f"SHA-256 is {actual[:16]}…, the study's {expected[:16]}…. A worker runs only the file "
+        "the study was created with (the database could point it at any file). Put that file "
+        "here, create a new study for the changed model, or pass --trust-model-path."
+    )
+
+
+def local_device_name(device: str) -> str:
+    """This machine's name for ``device`` (the CPU model, or the GPU's name), as trials record
+    it. A GPU is asked in a child process: CUDA must never start in a process that forks trials."""
+    if device_type(device) == "cpu":
+        from autotune.runtime.fingerprint import environment_fingerprint
+
+        return str(environment_fingerprint("cpu")["device_name"])
+    index = device.partition(":")[2] or "0"
+    code = "import sys, torch; print(torch.cuda.get_device_name(int(sys.argv[1])))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, index], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise UsageError(
+            f"Cannot read the name of {device} here ({done.stderr.strip()[-200:]}); pass "
+            "--for-device NAME with the device name the file is for."
+        )
+    return done.stdout.strip()

@@ -1,0 +1,42 @@
+"""ExploringSampler: after a duplicate, the next trial of this process is drawn at random."""
+
+from __future__ import annotations
+
+import optuna
+
+from autotune.study._explore import ExploringSampler
+
+
+class Stuck(optuna.samplers.BaseSampler):
+    def infer_relative_search_space(self, study, trial):
+        return {}
+
+    def sample_relative(self, study, trial, search_space):
+        return {}
+
+    def sample_independent(self, study, trial, name, distribution):
+        return distribution.low
+
+
+def _draw(study: optuna.Study) -> int:
+    trial = study.ask()
+    value = trial.suggest_int("x", 0, 10**6)
+    study.tell(trial, 1.0)
+    return value
+
+
+def test_only_the_trial_after_the_mark_is_drawn_at_random():
+    sampler = ExploringSampler(Stuck(), seed=0)
+    study = optuna.create_study(sampler=sampler)
+    assert _draw(study) == 0
+    sampler.explore_next()
+    assert _draw(study) != 0  # one in a million to collide with the stuck point
+    assert [_draw(study) for _ in range(3)] == [0, 0, 0]
+
+
+def test_enqueued_parameters_are_kept_when_exploring():
+    sampler = ExploringSampler(Stuck(), seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.enqueue_trial({"x": 7})
+    sampler.explore_next()
+    assert _draw(study) == 7

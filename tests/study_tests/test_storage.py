@@ -1,0 +1,88 @@
+"""Which database errors a worker rides out, and how it retries them."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+from sqlalchemy import exc as sa_exc
+
+from autotune.study._storage import retrying, transient
+
+
+def _raised(make):
+    try:
+        make()
+    except Exception as exc:  # noqa: BLE001 - the chain is what the test looks at
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def _dropped() -> sa_exc.OperationalError:
+    return sa_exc.OperationalError("SELECT 1", {}, Exception("server closed the connection"))
+
+
+def test_a_dropped_connection_is_transient_also_inside_optunas_wrapper():
+    assert transient(_dropped())
+
+    def wrapped():
+        try:
+            raise _dropped()
+        except sa_exc.OperationalError as e:
+            raise optuna.exceptions.StorageInternalError("commit failed") from e
+
+    assert transient(_raised(wrapped))
+
+
+def test_a_query_retried_on_a_cut_connection_is_transient():
+    """What Optuna's fallback query raises after the server dropped the connection."""
+
+    def cut():
+        try:
+            raise _dropped()
+        except sa_exc.OperationalError:
+            try:
+                raise sa_exc.PendingRollbackError("Can't reconnect until rolled back")
+            except sa_exc.PendingRollbackError as e:
+                raise optuna.exceptions.StorageInternalError("commit failed") from e
+
+    assert transient(_raised(cut))
+
+
+def test_bad_data_is_not_transient():
+    integrity = sa_exc.IntegrityError("INSERT", {}, Exception("duplicate key"))
+    assert not transient(integrity)
+    assert not transient(ValueError("no"))
+
+    def wrapped():
+        try:
+            raise integrity
+        except sa_exc.IntegrityError as e:
+            raise optuna.exceptions.StorageInternalError("commit failed") from e
+
+    assert not transient(_raised(wrapped))
+
+
+def test_retrying_calls_again_until_it_works_and_reports_each_failure(monkeypatch):
+    monkeypatch.setattr("autotune.study._storage.time.sleep", lambda s: None)
+    calls, heard = [], []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise _dropped()
+        return "ok"
+
+    assert retrying(flaky, on_retry=heard.append) == "ok"
+    assert len(calls) == 3 and len(heard) == 2
+
+
+def test_retrying_gives_up_at_once_on_an_error_that_is_not_transient():
+    calls = []
+
+    def broken():
+        calls.append(1)
+        raise sa_exc.IntegrityError("INSERT", {}, Exception("duplicate key"))
+
+    with pytest.raises(sa_exc.IntegrityError):
+        retrying(broken)
+    assert calls == [1]

@@ -1,0 +1,72 @@
+"""Several processes on one study, in one process's test: each seeds its sampler apart, a
+joining process takes the stored settings, and a mixed fleet's file is for one device."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import scripted
+import torch
+
+from autotune.space import load_space
+from autotune.study import Search, SearchRequest, StudySettings, finalize
+from autotune.study import _search as search_module
+from autotune.trials import TrialResult, TrialSpec
+
+
+class Runner:
+    def __init__(self, device_names=("GPU-A",)):
+        self.names = itertools.cycle(device_names)
+        self.specs: list[TrialSpec] = []
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        self.specs.append(spec)
+        result = scripted.ok(1.0 if spec.config is None else 1.5)
+        result.environment = {**result.environment, "device_name": next(self.names)}
+        return result
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def settings(model_file, space_file) -> StudySettings:
+    space = load_space(space_file("aot_eager_16"), "cpu")
+    return StudySettings(
+        model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
+        space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
+        seed=100, trials=3, finalists=0,
+    )  # fmt: skip
+
+
+def test_each_process_seeds_its_sampler_with_the_study_seed_plus_its_index(
+    tmp_path, settings, monkeypatch
+):
+    seeds: list[int] = []
+    real = search_module._sampler
+    monkeypatch.setattr(search_module, "_sampler", lambda n, s: seeds.append(s) or real(n, s))
+    storage = f"sqlite:///{tmp_path}/t.db"
+    Search(SearchRequest("s", storage, settings), Runner()).run()
+    joining = Search(SearchRequest("s", storage, None), Runner())
+    assert joining.settings.seed == 100 and joining.local.device == "cpu"
+    joining.run()
+    assert seeds == [100, 101]
+    sampler = real("tpe", 0)
+    assert sampler._constant_liar  # idle workers are not all sent to one point
+
+
+def test_a_file_for_a_mixed_fleet_is_chosen_among_one_devices_trials(tmp_path, settings):
+    storage = f"sqlite:///{tmp_path}/t.db"
+    Search(SearchRequest("s", storage, replace_trials(settings, 8)), Runner(("A", "B"))).run()
+    notes: list[str] = []
+    decision = finalize(storage, "s", for_device="B", on_note=notes.append)
+    assert notes[0].startswith("the study's trials ran on 2 kinds of device; the file is for 'B'")
+    assert {r.environment["device_name"] for r in decision.records} == {"B"}
+    assert decision.best.environment["device_name"] == "B"
+
+
+def replace_trials(settings: StudySettings, trials: int) -> StudySettings:
+    from dataclasses import replace
+
+    return replace(settings, trials=trials)
