@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 DEFAULT_LIMIT_BYTES = 20 * 2**30
 _KEEP_RECENT_S = 3600.0
@@ -23,15 +24,21 @@ def cache_bytes(folder: str | None) -> int:
     return sum(size for _, size, _ in _files(folder))
 
 
-def prune(folder: str | None, limit_bytes: int) -> int:
+class Pruned(NamedTuple):
+    removed: int  # bytes removed
+    left: int  # bytes the folder holds now
+
+
+def prune(folder: str | None, limit_bytes: int) -> Pruned:
     """Removes the oldest files untouched for an hour until ``folder`` holds at most 80% of
-    ``limit_bytes``, when it holds more than ``limit_bytes``; returns the bytes removed."""
-    files = sorted(_files(folder), key=lambda f: f[2])
+    ``limit_bytes``, when it holds more than ``limit_bytes``. One walk of the folder: what is
+    left is the size a trial's writes are counted from."""
+    files = list(_files(folder))
     total = sum(size for _, size, _ in files)
     if total <= limit_bytes:
-        return 0
+        return Pruned(0, total)
     removed, cutoff = 0, time.time() - _KEEP_RECENT_S
-    for path, size, touched in files:
+    for path, size, touched in sorted(files, key=lambda f: f[2]):
         if total - removed <= _PRUNE_TO * limit_bytes or touched > cutoff:
             break
         try:
@@ -39,7 +46,7 @@ def prune(folder: str | None, limit_bytes: int) -> int:
         except OSError:
             continue
         removed += size
-    return removed
+    return Pruned(removed, total - removed)
 
 
 def _files(folder: str | None) -> Iterator[tuple[str, int, float]]:

@@ -9,7 +9,6 @@ when asked to (``remeasure``) or when the study's finalists changed since.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
 from collections.abc import Callable
@@ -21,12 +20,12 @@ from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig
 from autotune.study._best import best_config
 from autotune.study._finalists import Finalist, pick_finalists, remeasure
-from autotune.study._identity import check_joining, local_device_name, local_model_path
+from autotune.study._identity import local_device_name, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import PickRule
 from autotune.study._pick import pareto_finalists, pick_from_front
 from autotune.study._settings import StudySettings
-from autotune.study._stale import recover_stale, tell_record
+from autotune.study._stale import recover_stale
 from autotune.study._storage import grace_s, open_optuna_storage
 from autotune.trials import TrialResult, TrialRunner
 
@@ -112,8 +111,11 @@ def finalize(
             on_note(_reused_note(found, chosen))
             finalists = _from_round(found, records)
         elif chosen:
-            local = _local(study, settings, device, model_path, trust_model_path,
-                           allow_version_mismatch, on_note)  # fmt: skip
+            local = local_settings(
+                study, settings, device or settings.device, model_path,
+                trust_model_path=trust_model_path,
+                allow_version_mismatch=allow_version_mismatch, on_note=on_note,
+            )  # fmt: skip
             finalists = _measure(store, study, chosen, local, runner, deadline, on_note)
     decision = _decide(records, settings, study, storage, finalists)
     decision.round = found
@@ -129,32 +131,7 @@ def _recover(storage: str, study: str, store: RecordStore, settings: StudySettin
     import optuna
 
     optuna_study = optuna.load_study(study_name=study, storage=open_optuna_storage(storage))
-    objective = Objective.of(settings)
-
-    def tell(trial: optuna.Trial, record: TrialRecord) -> bool:
-        return tell_record(optuna_study, trial, record, objective, settings.pareto)
-
-    recover_stale(optuna_study, store, tell)
-
-
-def _local(
-    study: str,
-    settings: StudySettings,
-    device: str | None,
-    model_path: str | None,
-    trust_model_path: bool,
-    allow_version_mismatch: bool,
-    on_note: Callable[[str], None],
-) -> StudySettings:
-    """The study's settings as this process runs its finalists: its device, its model path."""
-    path = local_model_path(settings, model_path)
-    local_device = device or settings.device
-    for note in check_joining(
-        study, settings, path, local_device, trust_model_path=trust_model_path,
-        allow_version_mismatch=allow_version_mismatch,
-    ):  # fmt: skip
-        on_note(note)
-    return dataclasses.replace(settings, model_path=path, device=local_device)
+    recover_stale(optuna_study, store, Objective.of(settings), settings.pareto)
 
 
 def _for_device(

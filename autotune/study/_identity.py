@@ -9,10 +9,12 @@ database but JSON it validates; nothing from it is executed or unpickled.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from autotune.errors import UsageError
@@ -40,6 +42,28 @@ def device_type(device: str) -> str:
 def local_model_path(settings: StudySettings, override: str | None) -> str:
     """Where this process finds the model file: ``--model``, else where the study says."""
     return str(Path(override).resolve()) if override else settings.model_path
+
+
+def local_settings(
+    study: str,
+    settings: StudySettings,
+    device: str,
+    model_path: str | None,
+    *,
+    trust_model_path: bool,
+    allow_version_mismatch: bool,
+    on_note: Callable[[str], None],
+) -> StudySettings:
+    """The study's settings as this process runs them (its trials or its finalists): its
+    device, and its model path (``--model``, else the study's), after the checks that it may
+    (:func:`check_joining`)."""
+    path = local_model_path(settings, model_path)
+    for note in check_joining(
+        study, settings, path, device, trust_model_path=trust_model_path,
+        allow_version_mismatch=allow_version_mismatch,
+    ):  # fmt: skip
+        on_note(note)
+    return dataclasses.replace(settings, model_path=path, device=device)
 
 
 def check_joining(

@@ -27,12 +27,19 @@ from autotune.scope import ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
 from autotune.study._cache import DEFAULT_LIMIT_BYTES, cache_bytes, prune
 from autotune.study._explore import ExploringSampler
-from autotune.study._identity import check_joining, device_type, local_model_path
+from autotune.study._identity import device_type, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import DIRECTIONS
 from autotune.study._records import to_record, trial_key
 from autotune.study._settings import StudySettings, settle
-from autotune.study._stale import CONSTRAINT_ATTR, WORKER_ATTR, recover_stale, tell_record
+from autotune.study._stale import (
+    CONSTRAINT_ATTR,
+    TELL_REFUSED,
+    WORKER_ATTR,
+    finished_state,
+    recover_stale,
+    tell_record,
+)
 from autotune.study._storage import (
     default_cache_dir,
     grace_s,
@@ -348,8 +355,7 @@ class Search:
         else:
             budget = self.deadline.budget(self.settings.compile_budget_s)
             cache = self.request.cache_dir
-            self._prune_cache()
-            before = cache_bytes(cache)
+            before = self._prune_cache()
             with _heartbeat(self.study, trial):
                 result = runner.run(self._spec(config, batch, budget))
             duplicate_of = None
@@ -387,14 +393,16 @@ class Search:
                 time.sleep(_POLL_S)
             self._recover_stale()
 
-    def _prune_cache(self) -> None:
-        removed = prune(self.request.cache_dir, self.request.cache_limit_bytes)
+    def _prune_cache(self) -> int:
+        """Keeps the kernel cache under its limit; returns the bytes it holds."""
+        removed, left = prune(self.request.cache_dir, self.request.cache_limit_bytes)
         if removed:
             self.on_note(
                 f"the kernel cache {self.request.cache_dir} passed its limit of "
                 f"{self.request.cache_limit_bytes / 2**30:.1f} GiB: removed {removed / 2**20:.0f} "
                 "MiB of its oldest files"
             )
+        return left
 
     def _fail(self, trial: optuna.Trial) -> None:
         """Tells Optuna the trial failed (riding out a restarting database): nothing this
@@ -403,9 +411,8 @@ class Search:
         def fail() -> None:
             try:
                 self.study.tell(trial, state=TrialState.FAIL)
-            except (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError):
-                storage: Any = self.study._storage
-                if not storage.get_trial(trial._trial_id).state.is_finished():
+            except TELL_REFUSED:
+                if finished_state(self.study, trial) is None:
                     raise
 
         try:
@@ -506,7 +513,7 @@ class Search:
     def _recover_stale(self) -> None:
         """Trials whose process died are finished from their record or failed and retried
         (see autotune.study._stale), between this process's trials."""
-        self._db(recover_stale, self.study, self.records, self._tell)
+        self._db(recover_stale, self.study, self.records, self.objective, self.settings.pareto)
 
     def _within_budgets(self, result: TrialResult) -> TrialResult:
         """A trial that ran and matched eager, but broke --memory-budget or --max-latency-ms,
@@ -607,18 +614,14 @@ class Search:
     def _local_settings(self) -> StudySettings:
         """The study's settings as this process runs them: its own device and model path,
         after the checks that it may join (same torch and triton, same model file)."""
-        model_path = local_model_path(self.settings, self.request.model_path)
         # A worker that names no device takes the study's kind: CUDA_VISIBLE_DEVICES says which.
         joining = self.request.settings is None
         stored = device_type(self.settings.device) if joining else self.settings.device
-        device = self.request.device or stored
-        for note in check_joining(
-            self._name, self.settings, model_path, device,
+        return local_settings(
+            self._name, self.settings, self.request.device or stored, self.request.model_path,
             trust_model_path=self.request.trust_model_path,
-            allow_version_mismatch=self.request.allow_version_mismatch,
-        ):  # fmt: skip
-            self.on_note(note)
-        return dataclasses.replace(self.settings, model_path=model_path, device=device)
+            allow_version_mismatch=self.request.allow_version_mismatch, on_note=self.on_note,
+        )  # fmt: skip
 
     def _join(self) -> tuple[int, int]:
         """Records this process as a worker of the study; its index among them seeds its

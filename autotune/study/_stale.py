@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import optuna
@@ -18,6 +17,16 @@ from autotune.study._storage import grace_s
 
 WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that runs a trial
 CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
+# What Optuna raises when told to finish a trial that is finished already.
+TELL_REFUSED = (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError)
+
+
+def finished_state(study: optuna.Study, trial: optuna.Trial) -> TrialState | None:
+    """After a refused tell: the state the trial already has (told before a lost connection,
+    or failed by another process), or None if it still runs (the refusal was something else)."""
+    storage: Any = study._storage
+    state: TrialState = storage.get_trial(trial._trial_id).state
+    return state if state.is_finished() else None
 
 
 def tell_record(
@@ -44,10 +53,9 @@ def tell_record(
         if hasattr(trial, "set_constraint"):  # Optuna >= 5; older ones: constraints_func
             trial.set_constraint("feasible", violation)
         study.tell(trial, values)
-    except (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError):
-        storage: Any = study._storage
-        state = storage.get_trial(trial._trial_id).state
-        if not state.is_finished():
+    except TELL_REFUSED:
+        state = finished_state(study, trial)
+        if state is None:
             raise
         return state != TrialState.FAIL
     return True
@@ -56,14 +64,15 @@ def tell_record(
 def recover_stale(
     study: optuna.Study,
     records: RecordStore,
-    tell: Callable[[optuna.Trial, TrialRecord], bool],
+    objective: Objective,
+    axes: list[str] | None,
 ) -> None:
     """Trials whose owner died: no heartbeat for the grace period (or, for one that died
     between Optuna creating the trial and its first heartbeat, none at all since it started).
 
     One whose result was recorded before its process died is told to Optuna from the record
-    (``tell``), so nothing measured is lost; the others are failed and retried once (Optuna's
-    retry callback), by whichever process asks next.
+    (:func:`tell_record`), so nothing measured is lost; the others are failed and retried once
+    (Optuna's retry callback), by whichever process asks next.
     """
     storage: Any = study._storage
     stale = list(storage._get_stale_trial_ids(study._study_id))
@@ -74,7 +83,7 @@ def recover_stale(
             continue
         record = records.trial(study.study_name, frozen.number)
         if record is not None:
-            tell(optuna.Trial(study, trial_id), record)
+            tell_record(study, optuna.Trial(study, trial_id), record, objective, axes)
         else:
             _fail_and_retry(study, trial_id)
 

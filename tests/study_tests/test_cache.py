@@ -25,12 +25,12 @@ def test_prune_removes_the_oldest_files_past_the_limit_and_never_recent_ones(tmp
     _file(tmp_path, "b", 400, age_s=5000)
     _file(tmp_path, "c", 400, age_s=10)  # written by a compile running now
     assert cache_bytes(str(tmp_path)) == 1200
-    assert prune(str(tmp_path), limit_bytes=2000) == 0  # under the limit: nothing
-    assert prune(str(tmp_path), limit_bytes=1000) == 400  # down to 800 (80%): "a" goes
+    assert prune(str(tmp_path), limit_bytes=2000) == (0, 1200)  # under the limit: nothing
+    assert prune(str(tmp_path), limit_bytes=1000) == (400, 800)  # down to 800 (80%): "a" goes
     assert sorted(os.listdir(tmp_path)) == ["b", "c"]
-    assert prune(str(tmp_path), limit_bytes=100) == 400  # "c" stays however far over
+    assert prune(str(tmp_path), limit_bytes=100).removed == 400  # "c" stays however far over
     assert os.listdir(tmp_path) == ["c"]
-    assert cache_bytes(str(tmp_path / "none")) == 0 and prune(None, 1) == 0
+    assert cache_bytes(str(tmp_path / "none")) == 0 and prune(None, 1) == (0, 0)
 
 
 def test_each_trial_records_the_bytes_it_added_to_the_kernel_cache(
