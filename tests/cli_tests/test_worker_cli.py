@@ -132,9 +132,12 @@ def _kill_mid_trial(storage: str, proc: subprocess.Popen[str]) -> tuple[int, set
             study = optuna.load_study(study_name="w", storage=storage)
         except Exception:  # noqa: BLE001 - the study is being created
             continue
+        # Mid-trial: a search trial of that worker whose configuration is drawn (its key is
+        # set just before the trial process runs it), not one between ask and suggest.
         mine = [t for t in study.get_trials(states=(RUNNING,))
                 if ids and t.user_attrs.get("autotune.worker") == ids[0]
-                and "autotune.baseline" not in t.user_attrs]  # fmt: skip
+                and "autotune.baseline" not in t.user_attrs
+                and "autotune.key" in t.user_attrs]  # fmt: skip
         if mine:
             started = descendants(proc.pid)
             proc.send_signal(signal.SIGKILL)
