@@ -47,7 +47,9 @@ def test_ci_runs_the_readmes_set_up_and_test_commands():
     assert ".venv/bin/python -m pytest" in README and ".venv/bin/python -m pytest" in ci
 
 
-@pytest.mark.parametrize("command", ["search", "worker", "finalize", "verify"])
+@pytest.mark.parametrize(
+    "command", ["search", "worker", "finalize", "verify", "report", "export", "studies"]
+)
 def test_every_option_of_a_command_is_in_the_readme(command):
     from autotune.cli import build_parser
 

@@ -15,9 +15,12 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from autotune.cli import export as export
 from autotune.cli import finalize as finalize
+from autotune.cli import report as report
 from autotune.cli import search as search
 from autotune.cli import spaces as spaces
+from autotune.cli import studies as studies
 from autotune.cli import verify as verify
 from autotune.cli import worker as worker
 from autotune.cli._options import Parser
@@ -29,6 +32,9 @@ COMMANDS: dict[str, ModuleType] = {
     "search": search,
     "worker": worker,
     "finalize": finalize,
+    "report": report,
+    "studies": studies,
+    "export": export,
     "spaces": spaces,
     "verify": verify,
 }

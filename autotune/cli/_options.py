@@ -185,6 +185,10 @@ def add_debug(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def add_quiet(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--quiet", action="store_true", help=help)
+
+
 RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
 
 
@@ -205,3 +209,17 @@ def trial_runner() -> TrialRunner | None:
             "MODULE:FACTORY, importable from here, or unset it to run real trials."
         ) from exc
     return made
+
+
+def add_study(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--study", required=True, metavar="NAME", help=help)
+
+
+def require_folder(option: str, path: str) -> None:
+    """Refuses a file to write whose folder does not exist, before any work is done."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(
+            f"{option} {path}: its folder {folder} does not exist; create it or write the "
+            "file elsewhere."
+        )

@@ -12,8 +12,11 @@ from autotune.cli import _options as options
 from autotune.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from autotune._deadline import Deadline
-    from autotune.study import Search, SearchRequest
+    from autotune.reports.progress import Progress
+    from autotune.study import Decision, Search, SearchRequest
     from autotune.trials import TrialRunner
 
 INTERRUPTED = "every finished trial is saved. Run the same command to resume the study."
@@ -61,6 +64,10 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     _where(p)
     _objectives(p)
     _how(p)
+    options.add_quiet(
+        p, "print only the decision: no trial lines, notes or live panel (errors still go to "
+        "stderr)",
+    )  # fmt: skip
     options.add_debug(p)
     return p
 
@@ -187,11 +194,12 @@ def run(args: argparse.Namespace) -> int:
     from autotune._deadline import Deadline
     from autotune._device import resolve_device
     from autotune.reports import terminal
+    from autotune.reports.progress import Progress
     from autotune.study import Search
 
+    progress = Progress(quiet=args.quiet)
     request = _request(args, Deadline.after(args.timeout))
-    search = Search(request, on_note=_say)
-    search.on_record = lambda record: _say(terminal.trial_line(record, search.objective))
+    search = Search(request, on_note=progress.note)
     if args.no_worker:
         return _create_only(search)
     resolve_device(
@@ -199,25 +207,34 @@ def run(args: argparse.Namespace) -> int:
     )
     runners = trial_runners(args, search.local.device)
     search.runners = list(runners)
-    try:
-        _header(search)
-        search.run()
-    finally:
-        for runner in runners:
-            runner.close()
-    search.wait_for_others()
-    records = search.records.trials(request.study_name)
-    if not any(r.baseline == "eager" and r.status == "ok" for r in records):
+    progress.attach(search, "search")
+    with progress:
+        try:
+            _header(search, progress.note)
+            search.run()
+        finally:
+            for runner in runners:
+                runner.close()
+        search.wait_for_others(
+            lambda running: progress.phase("waiting", f"{running} trials in other processes")
+        )
+        records = search.records.trials(request.study_name)
+        if not any(r.baseline == "eager" and r.status == "ok" for r in records):
+            decision = None
+        else:
+            decision = _finalize(args, search, progress)
+    if decision is None:
         print(
             "No best-config file was written: the eager baseline was not measured before the "
             "run stopped. Run the same command again to continue the study.",
             flush=True,
         )
         return 1
-    return _finalize(args, search)
+    print(terminal.decision(decision, args.out), flush=True)
+    return 0
 
 
-def _finalize(args: argparse.Namespace, search: Search) -> int:
+def _finalize(args: argparse.Namespace, search: Search, progress: Progress) -> Decision:
     from autotune.reports import terminal
     from autotune.study import candidates, finalist_candidates, finalize, study_front
 
@@ -227,16 +244,19 @@ def _finalize(args: argparse.Namespace, search: Search) -> int:
         records = search.records.trials(request.study_name)
         if finalist_candidates(records, settings):
             front = study_front(candidates(records), records, axes)
-            print(terminal.pareto_table(front, axes, "search"), flush=True)
-    decision = finalize(
+            progress.note(terminal.pareto_table(front, axes, "search"))
+    if settings.finalists:
+        best = f"the {settings.finalists} best configs and default torch.compile"
+        progress.phase("finalists", f"re-measuring {best}, cold and warm")
+    else:
+        progress.phase("deciding", "from the search's measurements")
+    return finalize(
         request.storage, request.study_name, args.out, remeasure_finalists=args.remeasure,
-        deadline=request.deadline, runner=options.trial_runner(), on_note=_say,
+        deadline=request.deadline, runner=options.trial_runner(), on_note=progress.note,
         device=search.local.device, model_path=search.local.model_path,
         for_device=args.for_device, trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
     )  # fmt: skip
-    print(terminal.decision(decision, args.out), flush=True)
-    return 0
 
 
 def _create_only(search: Search) -> int:
@@ -255,21 +275,17 @@ def _create_only(search: Search) -> int:
     return 0
 
 
-def _header(search: Search) -> None:
+def _header(search: Search, say: Callable[[str], None]) -> None:
     for note in search.space.notes:
-        print(f"note: {note}")
+        say(f"note: {note}")
     s, done = search.settings, search.done()
     what = f"{s.model_path} on {s.device}, space {search.space.name!r} ({search.space.size:,} "
     what += "configurations)"
     if done:
-        print(f"study {search.request.study_name!r} (resumed, {done} of {s.trials} trials "
-              f"done): {what}", flush=True)  # fmt: skip
+        say(f"study {search.request.study_name!r} (resumed, {done} of {s.trials} trials done): "
+            f"{what}")  # fmt: skip
     else:
-        print(f"study {search.request.study_name!r}: {what}, {s.trials} trials", flush=True)
-
-
-def _say(note: str) -> None:
-    print(note, flush=True)
+        say(f"study {search.request.study_name!r}: {what}, {s.trials} trials")
 
 
 def trial_runners(args: argparse.Namespace, device: str) -> list[TrialRunner]:

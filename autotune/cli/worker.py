@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from autotune.cli import _argtypes as argtypes
@@ -62,6 +63,10 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     )  # fmt: skip
     options.add_trial_processes(p)
     options.add_joining(p)
+    options.add_quiet(
+        p, "print only the closing \"worker done\" line: no trial lines, notes or live panel "
+        "(errors still go to stderr)",
+    )  # fmt: skip
     options.add_debug(p)
     return p
 
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from autotune._deadline import Deadline
     from autotune._device import resolve_device
     from autotune.cli.search import trial_runners
-    from autotune.reports import terminal
+    from autotune.reports.progress import Progress
     from autotune.study import SearchRequest
 
     device = None
@@ -85,39 +90,44 @@ def run(args: argparse.Namespace) -> int:
         trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
     )  # fmt: skip
-    search = _join(request)
-    search.on_record = lambda record: _say(terminal.trial_line(record, search.objective))
+    progress = Progress(quiet=args.quiet)
+    search = _join(request, progress.note)
     resolve_device(search.local.device, remedy="Run the worker where the study's device is.")
     runners = trial_runners(args, search.local.device)
     search.runners = list(runners)
+    progress.attach(search, "worker")
     s = search.settings
-    _say(
-        f"worker for study {args.study!r} ({search.done()} of {s.trials} trials done): "
-        f"{search.local.model_path} on {search.local.device}, space {search.space.name!r}"
-    )
-    try:
-        search.run()
-    finally:
-        for runner in runners:
-            runner.close()
+    with progress:
+        progress.note(
+            f"worker for study {args.study!r} ({search.done()} of {s.trials} trials done): "
+            f"{search.local.model_path} on {search.local.device}, space {search.space.name!r}"
+        )
+        try:
+            search.run()
+        finally:
+            for runner in runners:
+                runner.close()
     _say(f"worker done: {search.ended}")
     return 0
 
 
-def _join(request: SearchRequest) -> Search:
+def _join(request: SearchRequest, say: Callable[[str], None]) -> Search:
     """The study's search for this process; a worker started before its study is created
     waits for it (until --timeout)."""
     import time
 
     from autotune.study import Search, StudyNotFound
 
+    waiting = False
     while True:
         try:
-            return Search(request, on_note=_say)
+            return Search(request, on_note=say)
         except StudyNotFound:
             if request.deadline.passed():
                 raise
-        _say_once(f"waiting for study {request.study_name!r} to be created")
+        if not waiting:
+            waiting = True
+            say(f"waiting for study {request.study_name!r} to be created")
         time.sleep(min(_WAIT_S, request.deadline.left()))
 
 
@@ -181,12 +191,3 @@ def _die_with_parent() -> None:
 
 def _say(line: str) -> None:
     print(line, flush=True)
-
-
-_said: set[str] = set()
-
-
-def _say_once(line: str) -> None:
-    if line not in _said:
-        _said.add(line)
-        _say(line)

@@ -13,7 +13,6 @@ from autotune.records._engine import StorageError, engine_options, redact_url
 from autotune.records._finalists import FinalistRound
 from autotune.records._record import FAILURE_KINDS, TrialRecord
 from autotune.records._workers import Worker
-from autotune.records.export import export_parquet
 from autotune.records.store import RecordStore
 from autotune.records.tables import SCHEMA_VERSION, TABLE_NAMES
 
@@ -28,6 +27,5 @@ __all__ = [
     "TrialRecord",
     "Worker",
     "engine_options",
-    "export_parquet",
     "redact_url",
 ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from autotune.records._rows import HasEngine, dumps, utcnow
+from autotune.records._rows import HasEngine, as_utc, dumps, utcnow
 from autotune.records.tables import studies_table
 
 
@@ -68,6 +69,24 @@ class StudyRows(HasEngine):
         with self._engine.connect() as conn:
             settings_json = conn.execute(query).scalar_one_or_none()
         return None if settings_json is None else dict(json.loads(settings_json))
+
+    def study_names(self) -> list[str]:
+        """The names of the studies recorded here, oldest first."""
+        query = sa.select(studies_table.c.study_name).order_by(studies_table.c.created_at)
+        with self._engine.connect() as conn:
+            return [str(name) for name in conn.execute(query).scalars()]
+
+    def study_created(self, name: str) -> tuple[datetime | None, str]:
+        """When study ``name`` was created (UTC) and by which autotune version; ``(None, "")``
+        if it is not recorded."""
+        query = sa.select(studies_table.c.created_at, studies_table.c.autotune_version).where(
+            studies_table.c.study_name == name
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            return None, ""
+        return as_utc(row.created_at), str(row.autotune_version)
 
     def settle_study_setting(self, name: str, key: str, value: Any) -> dict[str, Any]:
         """Stores ``settings[key] = value`` for study ``name`` unless another process stored

@@ -17,7 +17,8 @@ _BRIEF_WIDTH = 58
 
 
 def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
-    """``#  7 inductor max-autotune… ok  compile 9.8s  0.412ms ±0.010  1.31x eager  1.05x def``"""
+    """``#  7 inductor max-autotune… ok  compile 9.8s  0.412ms ±0.010  1.31x eager  1.05x default
+    graphs 1 breaks 0 recompiles 2`` (one line); a failed trial's line ends in its error."""
     label = f"[{r.baseline}] " if r.baseline else ""
     brief = _clip(label + r.brief, _BRIEF_WIDTH)
     head = f"#{r.trial_number:>3} {brief:<{_BRIEF_WIDTH}}"
@@ -35,8 +36,17 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
         payback += f"  batch {r.batch_size} {objective.score(r) or 0:,.0f} samples/s"
     return (
         f"{head} {'ok':<13} {compile_s}  {latency}  {r.speedup_vs_eager or 0:5.2f}x eager"
-        f"{default}{payback}{reused}"
+        f"{default}{_graph_facts(r)}{payback}{reused}"
     )
+
+
+def _graph_facts(r: TrialRecord) -> str:
+    """What users tune against: graphs, graph breaks, recompiles (eager compiles none)."""
+    facts = (r.graphs, r.graph_breaks, r.recompiles)
+    if r.baseline == "eager" or all(f is None for f in facts):
+        return ""
+    graphs, breaks, recompiles = ("-" if f is None else f for f in facts)
+    return f"  graphs {graphs} breaks {breaks} recompiles {recompiles}"
 
 
 def pareto_table(
@@ -90,11 +100,7 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
     if best.decision == "compile" and best.config is not None:
         m = best.metrics
         lines.append(f"Best: trial {best.source.get('trial')}: {best.config.brief()}")
-        lines.append(
-            f"      {_ms(m.get('latency_s'))} vs eager {_ms(m.get('eager_latency_s'))}: "
-            f"{_x(m.get('speedup_vs_eager'))} eager, {_x(m.get('speedup_vs_default'))} default "
-            f"torch.compile, compile {m.get('compile_time_s') or 0:.1f}s"
-        )
+        lines.append(f"      {claimed(best)}")
         vs_eager, vs_default = (
             m.get("break_even_calls_vs_eager"),
             m.get("break_even_calls_vs_default"),
@@ -122,6 +128,16 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
     lines.append(f"Why: {best.reason}.")
     lines.append(f"Wrote {out} (apply it with autotune.apply(model, {out!r})).")
     return "\n".join(lines)
+
+
+def claimed(best: BestConfig) -> str:
+    """The winner's figures: ``12.3ms vs eager 30.2ms: 2.30x eager, 1.00x default ...``."""
+    m = best.metrics
+    return (
+        f"{_ms(m.get('latency_s'))} vs eager {_ms(m.get('eager_latency_s'))}: "
+        f"{_x(m.get('speedup_vs_eager'))} eager, {_x(m.get('speedup_vs_default'))} default "
+        f"torch.compile, compile {m.get('compile_time_s') or 0:.1f}s"
+    )
 
 
 def _x(value: float | int | None) -> str:

@@ -23,6 +23,7 @@ def plan_scopes(
     cache_dir: str | None = None,
     workload: str = "infer",
     on_probe: Callable[[ProbeResult], None] = lambda result: None,
+    on_target: Callable[[str], None] = lambda name: None,
     deadline: Deadline = Deadline(),  # noqa: B008 - frozen
 ) -> ScopePlan:
     """Analyzes a model file, probes each of its parts compiled alone, and plans the scopes.
@@ -45,6 +46,7 @@ def plan_scopes(
         workload: ``infer``, or ``train``: each probe then runs training steps, so a part
             whose backward fails to compile is caught by its probe too.
         on_probe: Called with each probe result as it comes (progress lines).
+        on_target: Called with each part (``unit head``, ``block Layer``) as its probe starts.
         deadline: The command's timeout: no probe starts after it, and none runs past it.
 
     Returns:
@@ -68,6 +70,7 @@ def plan_scopes(
     probes = []
     for target in probe_targets(tree):
         deadline.check("during the scope probes")
+        on_target(f"{target.kind} {target.name}")
         result = prober.probe(target, deadline)
         on_probe(result)
         probes.append(result)

@@ -7,7 +7,7 @@ trials, and :func:`finalize` chooses the winner from the records and writes the 
 from __future__ import annotations
 
 from autotune.study._best import best_config
-from autotune.study._finalize import Decision, finalist_candidates, finalize
+from autotune.study._finalize import Decision, decide, finalist_candidates, finalize
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls
 from autotune.study._pareto import PickRule, front, parse_axes
 from autotune.study._pick import Picked, pareto_finalists, pick_from_front, study_front
@@ -30,6 +30,7 @@ __all__ = [
     "best_config",
     "break_even_calls",
     "candidates",
+    "decide",
     "finalist_candidates",
     "finalize",
     "front",

@@ -89,13 +89,7 @@ def finalize(
             process is measuring its finalists, or this process may not run its model file.
     """
     with RecordStore(storage) as store:
-        stored = store.study_settings(study)
-        if stored is None:
-            raise UsageError(
-                f"The storage {redact_url(storage)} holds no study named {study!r}; "
-                "run `autotune search MODEL.py --study NAME --storage URL` to create it."
-            )
-        settings = StudySettings.from_dict(stored)
+        settings = _settings(store, storage, study)
         _recover(storage, study, store, settings)
         everywhere = store.trials(study)
         records = _for_device(everywhere, settings, device, for_device, on_note)
@@ -123,6 +117,47 @@ def finalize(
     if out is not None:
         decision.best.dump(out)
     return decision
+
+
+def decide(storage: str, study: str, store: RecordStore | None = None) -> Decision:
+    """What :func:`finalize` would decide now, from the records alone: nothing is measured,
+    recovered or written, so a report may call it on a study that is still running.
+
+    The finalists' measurements are those of the latest finished round of the finalists the
+    study has now; when there is none (not measured yet, or the finalists changed since), the
+    decision is made on the search's measurements and ``Decision.finalists`` is None.
+
+    Raises:
+        UsageError: The storage holds no such study, or it has no eager baseline yet.
+    """
+    if store is None:
+        with RecordStore(storage) as opened:
+            return decide(storage, study, opened)
+    settings = _settings(store, storage, study)
+    everywhere = store.trials(study)
+    records = _for_device(everywhere, settings, None, None, lambda note: None)
+    if not any(r.baseline == "eager" and r.status == "ok" for r in everywhere):
+        raise UsageError(
+            f"Study {study!r} has no measured eager baseline yet, so nothing can be compared "
+            "with eager."
+        )
+    chosen = finalist_candidates(records, settings)
+    found = _recorded(store, study, chosen, False) if chosen else None
+    finalists = _from_round(found, records) if found is not None else None
+    decision = _decide(records, settings, study, storage, finalists)
+    decision.round = found
+    return decision
+
+
+def _settings(store: RecordStore, storage: str, study: str) -> StudySettings:
+    stored = store.study_settings(study)
+    if stored is None:
+        raise UsageError(
+            f"The storage {redact_url(storage)} holds no study named {study!r} (`autotune "
+            "studies --storage URL` lists those it holds); run `autotune search MODEL.py "
+            "--study NAME --storage URL` to create it."
+        )
+    return StudySettings.from_dict(stored)
 
 
 def _recover(storage: str, study: str, store: RecordStore, settings: StudySettings) -> None:
@@ -270,4 +305,4 @@ def _decide(
     return Decision(picked.best, records, finalists, front=picked.front, chosen=picked.chosen)
 
 
-__all__ = ["Decision", "finalist_candidates", "finalize"]
+__all__ = ["Decision", "decide", "finalist_candidates", "finalize"]

@@ -12,7 +12,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -57,6 +57,13 @@ KEY_ATTR = "autotune.key"  # what the trial measures: config hash (and batch siz
 SCOPE_ATTR = "autotune.scope"
 BASELINES = ("eager", "default")
 SCOPE_CLAIM = "scope_plan"
+# What the study's values are, by objective (and by --pareto axis), for Optuna's tools.
+SCORE_METRICS = {
+    "latency": "speedup_vs_eager",
+    "throughput": "samples_per_s",
+    "amortized": "amortized_speedup_vs_eager",
+}
+AXIS_METRICS = {"latency": "speedup_vs_eager", "compile": "compile_s", "memory": "peak_memory_mib"}
 _JOIN_AFTER_KILL_S = 10.0
 _POLL_S = 1.0
 
@@ -113,6 +120,7 @@ class Search:
         runner: TrialRunner | Sequence[TrialRunner] = (),
         on_record: Callable[[TrialRecord], None] = lambda record: None,
         on_note: Callable[[str], None] = lambda note: None,
+        on_phase: Callable[[str, str], None] = lambda phase, detail: None,
     ) -> None:
         self.request = request
         self.runners = list(runner) if isinstance(runner, Sequence) else [runner]
@@ -124,6 +132,8 @@ class Search:
         self.plan: ScopePlan | None = None
         self.on_record = on_record
         self.on_note = on_note
+        self.on_phase = on_phase  # ("analyzing" | "probing" | "trial", detail): for a display
+        self.phase_dir: str | None = None  # set: each trial writes its phase to a file here
         self.records = RecordStore(request.storage)
         self.study = _open_study(request)
         if request.cache_dir is None:
@@ -348,6 +358,8 @@ class Search:
                 lambda: self._config_for(trial, baseline), on_retry=self._note_unreachable
             )
         key = trial_key(config, batch)
+        label = f"[{baseline}] " if baseline else ""
+        self.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")
         self._db(lambda: trial.set_user_attr(KEY_ATTR, key))
         reused = self._reuse(trial, key)
         if reused is not None:
@@ -356,8 +368,9 @@ class Search:
             budget = self.deadline.budget(self.settings.compile_budget_s)
             cache = self.request.cache_dir
             before = self._prune_cache()
-            with _heartbeat(self.study, trial):
-                result = runner.run(self._spec(config, batch, budget))
+            spec = self._spec(config, batch, budget, trial.number)
+            with _heartbeat(self.study, trial), _phase_file(spec.progress_path):
+                result = runner.run(spec)
             duplicate_of = None
             result.batch_size = batch
             result.cache_bytes_written = max(0, cache_bytes(cache) - before)
@@ -490,22 +503,29 @@ class Search:
         s, local = self.settings, self.local
         backends = self.space.to_dict().get("compile", {}).get("backend", ["inductor"])
         self.on_note(f"scope: analyzing {local.model_path} and probing its parts one by one")
+        self.on_phase("analyzing", local.model_path)
         return plan_scopes(
             local.model_path, local.device, self.runners[0],
             backend=backends[0] if isinstance(backends, list) else backends,
             budget_s=s.compile_budget_s, seed=s.seed, cache_dir=self.request.cache_dir,
             workload=s.workload, on_probe=lambda r: self.on_note(f"  probe {r.brief()}"),
-            deadline=self.deadline,
+            on_target=lambda name: self.on_phase("probing", name), deadline=self.deadline,
         )  # fmt: skip
 
-    def _spec(self, config: CompileConfig | None, batch: int | None, budget: float) -> TrialSpec:
-        return self.local.trial_spec(
+    def _spec(
+        self, config: CompileConfig | None, batch: int | None, budget: float, number: int
+    ) -> TrialSpec:
+        spec = self.local.trial_spec(
             config.to_dict() if config is not None else None,
             cache_dir=self.request.cache_dir,
             relaxed_numerics=config is not None and self.space.relaxes_numerics(config),
             batch_size=batch,
             budget_s=budget,
         )
+        if self.phase_dir is None:
+            return spec
+        path = os.path.join(self.phase_dir, f"trial-{number}.phase")
+        return dataclasses.replace(spec, progress_path=path)
 
     def _tell(self, trial: optuna.Trial, record: TrialRecord) -> bool:
         return tell_record(self.study, trial, record, self.objective, self.settings.pareto)
@@ -689,12 +709,20 @@ def _open_study(request: SearchRequest) -> optuna.Study:
             return optuna.load_study(study_name=request.study_name, storage=storage)
         except KeyError:
             raise StudyNotFound(request.study_name) from None
-    return optuna.create_study(
+    study = optuna.create_study(
         study_name=request.study_name,
         storage=storage,
         directions=[DIRECTIONS[axis] for axis in axes] or ["maximize"],
         load_if_exists=True,
     )
+    names = [AXIS_METRICS[axis] for axis in axes] or [SCORE_METRICS[settings.objective]]
+    # optuna-dashboard labels the values with these; a study made with other directions is
+    # refused when the settings are compared, not here.
+    if study.metric_names != names and len(names) == len(study.directions):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(names)
+    return study
 
 
 def _sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
@@ -715,6 +743,21 @@ def _sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
 
 def _constraints(trial: optuna.trial.FrozenTrial) -> list[float]:
     return list(trial.user_attrs.get(CONSTRAINT_ATTR, [0.0]))
+
+
+def _brief(config: CompileConfig | None) -> str:
+    return config.brief() if config is not None else "eager (no compile)"
+
+
+@contextmanager
+def _phase_file(path: str | None) -> Iterator[None]:
+    """Removes a trial's phase file once the trial ended: a display shows running trials."""
+    try:
+        yield
+    finally:
+        if path is not None:
+            with suppress(OSError):
+                os.remove(path)
 
 
 @contextmanager

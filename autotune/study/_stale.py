@@ -16,6 +16,7 @@ from autotune.study._pareto import optuna_values
 from autotune.study._storage import grace_s
 
 WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that runs a trial
+METRIC_PREFIX = "autotune."  # the user attributes of metric_attrs
 CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
 # What Optuna raises when told to finish a trial that is finished already.
 TELL_REFUSED = (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError)
@@ -49,6 +50,8 @@ def tell_record(
         optuna_values(record, axes) if axes else (score if score is not None else 0.0)
     )
     try:
+        for name, value in metric_attrs(record).items():
+            trial.set_user_attr(name, value)
         trial.set_user_attr(CONSTRAINT_ATTR, [violation])
         if hasattr(trial, "set_constraint"):  # Optuna >= 5; older ones: constraints_func
             trial.set_constraint("feasible", violation)
@@ -59,6 +62,34 @@ def tell_record(
             raise
         return state != TrialState.FAIL
     return True
+
+
+def metric_attrs(record: TrialRecord) -> dict[str, Any]:
+    """autotune's measurements of a trial as Optuna user attributes, so that Optuna's own tools
+    (optuna-dashboard, ``study.trials_dataframe()``) show them beside the params: the outcome,
+    times, speedups and the compile's graph counts. Figures a trial did not produce are left
+    out rather than stored as None."""
+    attrs: dict[str, Any] = {
+        "status": record.failure_kind or record.status,
+        "config": record.brief,
+        "compile_time_s": record.compile_time_s,
+        "latency_ms": None if record.latency_median_s is None else record.latency_median_s * 1e3,
+        "eager_latency_ms": (
+            None if record.eager_latency_median_s is None else record.eager_latency_median_s * 1e3
+        ),
+        "speedup_vs_eager": record.speedup_vs_eager,
+        "speedup_vs_default": record.speedup_vs_default,
+        "peak_memory_mib": (
+            None if record.peak_memory_bytes is None else record.peak_memory_bytes / 2**20
+        ),
+        "graphs": record.graphs,
+        "graph_breaks": record.graph_breaks,
+        "recompiles": record.recompiles,
+        "duplicate_of": record.duplicate_of,
+    }
+    if record.error:
+        attrs["error"] = record.error.splitlines()[0][:300] if record.error.strip() else ""
+    return {f"{METRIC_PREFIX}{k}": v for k, v in attrs.items() if v is not None}
 
 
 def recover_stale(

@@ -21,6 +21,7 @@ from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
 from autotune.trials import _train
 from autotune.trials._classify import TrialFailure, classify
+from autotune.trials._phase import write_phase
 from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import Call, build_calls, build_model, describe_calls, load_model_file
 
@@ -90,6 +91,7 @@ def _compile_and_time(
 ) -> TrialResult:
     _reset_counters()
     measure.reset_peak_memory(spec.device)
+    write_phase(spec.progress_path, "compiling")
     started = time.perf_counter()
     target, compile_s = _compile(spec, config, work)
     facts["phases"]["compile_s"] = time.perf_counter() - started
@@ -168,6 +170,7 @@ def _train_trial(
     _record_setup(facts, started, work.calls, work.model)
     _reset_counters()
     measure.reset_peak_memory(spec.device)
+    write_phase(spec.progress_path, "compiling")
     started = time.perf_counter()
     target, steps, compile_s = _train.compile_first_steps(work, config, spec.device)
     facts["phases"]["compile_s"] = time.perf_counter() - started
@@ -274,6 +277,7 @@ def _time(
 ) -> measure.Timing:
     """Interleaved timing; then the measurements taken after it (peak memory, Dynamo facts)."""
     s = spec.measure
+    write_phase(spec.progress_path, "measuring")
     started = time.perf_counter()
     try:
         timing = measure.interleaved_timing(

@@ -65,6 +65,7 @@ class TrialSpec:
     cache_dir: str | None = None
     relaxed_numerics: bool = False  # the config relaxes numerics: looser correctness gate
     batch_size: int | None = None  # get_inputs(device, batch_size); None: get_inputs(device)
+    progress_path: str | None = None  # where the trial writes its phase for a live display
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -17,7 +17,11 @@ def _help(capsys, *argv: str) -> str:
 
 def test_every_subcommand_has_a_module_with_a_parser_and_a_run():
     parser, commands = build_parser()
-    assert set(commands) == set(COMMANDS) == {"search", "worker", "finalize", "spaces", "verify"}
+    assert (
+        set(commands)
+        == set(COMMANDS)
+        == {"search", "worker", "finalize", "report", "studies", "export", "spaces", "verify"}
+    )
     for module in COMMANDS.values():
         assert callable(module.run) and module.INTERRUPTED
 

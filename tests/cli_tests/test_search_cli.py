@@ -388,3 +388,13 @@ def test_a_search_runs_end_to_end_on_postgresql(postgres_url, tmp_path, model_fi
     assert "using their cold and warm measurements" in again
     with RecordStore(postgres_url) as store:
         assert len(store.finalist_rounds("pg")) == 1
+
+
+def test_quiet_prints_only_the_decision(tmp_path, model_file, space_file, capsys, monkeypatch):
+    scripted.use(monkeypatch, scripted.by_config(default=1.5))
+    code, _ = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
+                     "--trials", "2", "--quiet")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert printed.startswith("4 trials (4 ok).\nBest: trial ") and "Wrote " in printed
+    assert not [line for line in printed.splitlines() if line.startswith(("#", "study", "scope"))]

@@ -300,3 +300,16 @@ def test_each_gpus_worker_gets_the_command_line_less_gpus_and_device():
         "--jobs",
         "1",
     ]
+
+
+def test_a_quiet_worker_prints_only_that_it_is_done(
+    tmp_path, model_file, space_file, capsys, monkeypatch
+):
+    storage = f"sqlite:///{tmp_path}/w.db"
+    runs = scripted.use(monkeypatch, scripted.by_config())
+    assert main(["search", model_file("tiny"), "--storage", storage, "--study", "w",
+                 "--space", space_file("aot_eager"), "--scope", "whole", "--device", "cpu",
+                 "--trials", "2", "--no-worker"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["worker", "--study", "w", "--storage", storage, "--quiet"]) == 0
+    assert capsys.readouterr().out == "worker done: budget met\n" and len(runs) == 4

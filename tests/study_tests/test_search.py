@@ -319,3 +319,18 @@ def test_a_trial_failed_by_another_process_meanwhile_leaves_no_record(request_fo
     complete = {t.number for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE}
     assert complete == {r.trial_number for r in records}
     assert sum(r.baseline is None and r.duplicate_of is None for r in records) == 2
+
+
+def test_a_display_hears_each_phase_and_each_trial_gets_a_phase_file(request_for, tmp_path):
+    runner, phases = TableRunner(), []
+    search = Search(request_for(trials=1, scope="search"), runner)
+    search.on_phase = lambda phase, detail: phases.append((phase, detail))
+    search.phase_dir = str(tmp_path)
+    search.run()
+    default = "#1 [default] inductor default dyn=None fg=False"
+    assert phases[:2] == [("trial", "#0 [eager] eager (no compile)"), ("trial", default)]
+    assert phases[2][0] == "analyzing" and ("probing", "unit a") in phases
+    assert phases[-1][0] == "trial" and phases[-1][1].startswith("#")
+    paths = [spec.progress_path for spec in runner.specs]
+    assert paths[:2] == [str(tmp_path / "trial-0.phase"), str(tmp_path / "trial-1.phase")]
+    assert list(tmp_path.glob("*.phase")) == []  # each removed when its trial ended

@@ -11,6 +11,7 @@ from procs import procs_with, wait_for
 
 from autotune.runtime.config import CompileConfig
 from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
+from autotune.trials._phase import read_phase
 
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
 
@@ -168,3 +169,11 @@ def test_a_dead_host_is_a_crash_and_the_next_trial_gets_a_new_host(tmp_path, mod
                                 measure=FAST))  # fmt: skip
         assert ok.status == "ok", ok.error_tail
         assert warm._host.proc.pid != first_host
+
+
+def test_a_trial_writes_its_phase_where_its_spec_says(runner, model_file, tmp_path):
+    path = str(tmp_path / "trial-0.phase")
+    spec = TrialSpec(model_file("tiny"), "cpu", aot().to_dict(), measure=FAST, progress_path=path)
+    result = runner.run(spec)
+    assert result.status == "ok", result.error_tail
+    assert read_phase(path) == "measuring"  # after "compiling"; the search removes the file

@@ -1,0 +1,59 @@
+"""``autotune export --study NAME --out FILE``: a study's trials as Parquet or CSV, one row
+per trial, a column per knob and per metric."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autotune.cli import _options as options
+from autotune.errors import UsageError
+
+INTERRUPTED = "the file may be incomplete; run the command again."
+
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
+    p = options.add_subcommand(
+        sub,
+        "export",
+        help="write a study's trials to Parquet or CSV (a column per knob and metric)",
+        description="Write one row per trial with flat typed columns that pandas, DuckDB and "
+        "Polars read without parsing JSON: status and failure kind, compile and timing "
+        "phases, latency and speedups with their spread, memory, graphs, graph breaks, "
+        "recompiles, cache hits, one column per knob (knob.LAYER.NAME, null where the trial "
+        "did not draw it), per-shape latency (shapeI.latency_s), the environment, the worker "
+        "and timestamps.",
+    )
+    options.add_study(p, "the study to export")
+    options.add_storage(p)
+    p.add_argument(
+        "--format", choices=("parquet", "csv"),
+        help="file format (default: from --out's suffix, else parquet)",
+    )  # fmt: skip
+    p.add_argument("--out", required=True, metavar="PATH", help="the file to write")
+    options.add_debug(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from autotune.reports import export_study, load_study_data
+
+    fmt = args.format or _format_of(args.out)
+    options.require_folder("--out", args.out)
+    out = Path(args.out)
+    data = load_study_data(options.storage(args), args.study, importance=False, must_exist=True)
+    rows = export_study(data, out, fmt)
+    print(f"Wrote {rows} trials of study {args.study!r} to {args.out} ({fmt}).")
+    return 0
+
+
+def _format_of(path: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    if suffix in ("", ".parquet", ".pq"):
+        return "parquet"
+    raise UsageError(
+        f"--out {path}: cannot tell the format from the suffix {suffix!r}; name the file "
+        "*.parquet or *.csv, or pass --format parquet|csv."
+    )

@@ -1,0 +1,229 @@
+"""A study as a table: one row per trial, flat typed columns (one per knob, per metric, per
+input shape), written to Parquet or CSV with pyarrow, so that pandas, DuckDB and Polars load
+it without parsing JSON."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from autotune.records._record import ENV_KEYS
+from autotune.reports._study import StudyData, TrialRow
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+FORMATS = ("parquet", "csv")
+KNOB_PREFIX = "knob."
+
+# The fixed columns, in order: name -> pyarrow type name (see _TYPES).
+COLUMNS: dict[str, str] = {
+    "study_name": "string",
+    "trial_number": "int64",
+    "status": "string",  # ok, a failure kind, or Optuna's state of a trial without a record
+    "state": "string",  # Optuna's state: complete, running, failed, waiting
+    "baseline": "string",  # eager | default | null for search trials
+    "failure_kind": "string",
+    "error": "string",  # the error's first line
+    "config": "string",  # the config as a diff from the space's defaults
+    "config_hash": "string",
+    "duplicate_of": "int64",  # the trial whose measurement this one reused
+    "batch_size": "int64",
+    "compile_time_s": "float64",
+    "setup_s": "float64",
+    "timing_s": "float64",
+    "wall_time_s": "float64",
+    "latency_median_s": "float64",
+    "latency_iqr_s": "float64",
+    "eager_latency_median_s": "float64",
+    "speedup_vs_eager": "float64",
+    "speedup_vs_eager_q1": "float64",
+    "speedup_vs_eager_q3": "float64",
+    "speedup_vs_default": "float64",
+    "score": "float64",  # the study's objective (higher is better)
+    "peak_memory_bytes": "int64",
+    "graphs": "int64",
+    "graph_breaks": "int64",
+    "recompiles": "int64",
+    "fxgraph_cache_hit": "int64",
+    "fxgraph_cache_miss": "int64",
+    "cache_bytes_written": "int64",
+    "relaxed_numerics": "bool",
+    **{column: "string" for column in ENV_KEYS.values()},
+    "worker_id": "int64",
+    "worker_host": "string",
+    "worker_pid": "int64",
+    "worker_gpu": "string",
+    "started_at": "timestamp",
+    "finished_at": "timestamp",
+    "config_json": "string",  # the whole config, for what the flat columns leave out
+}
+_SHAPE_COLUMNS = {
+    "inputs": "string",
+    "latency_s": "float64",
+    "eager_latency_s": "float64",
+    "speedup_vs_eager": "float64",
+}
+
+
+def export_study(data: StudyData, path: str | os.PathLike[str], fmt: str = "parquet") -> int:
+    """Writes every trial of ``data`` to ``path`` as ``fmt`` (``parquet`` or ``csv``);
+    returns the number of rows.
+
+    Knob columns are named ``knob.<layer>.<name>`` (``knob.inductor.freezing``) and are null
+    where the trial did not draw the knob (a baseline, or a knob whose condition was false);
+    shape distributions get ``shape<i>.latency_s`` (and ``.inputs``, ``.eager_latency_s``,
+    ``.speedup_vs_eager``) per input.
+
+    Example:
+        >>> export_study(load_study_data(url, "resnet"), "resnet.parquet")  # doctest: +SKIP
+        23
+    """
+
+    if fmt not in FORMATS:
+        raise ValueError(f"`fmt` must be one of {FORMATS}, but got {fmt!r}.")
+    table = study_table(data)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, os.fspath(path))
+    else:
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(table, os.fspath(path))
+    return int(table.num_rows)
+
+
+def study_table(data: StudyData) -> pa.Table:
+    """The study's trials as a pyarrow table (the columns of :func:`export_study`)."""
+    import pyarrow as pa
+
+    rows = [_row(data, row) for row in data.rows]
+    knobs = _knob_names(data)
+    shapes = max((len(_per_shape(row)) for row in data.rows), default=0)
+    fields = [pa.field(name, _type(pa, kind)) for name, kind in COLUMNS.items()]
+    for knob in knobs:
+        values = [row.params.get(knob) for row in data.rows]
+        fields.append(pa.field(KNOB_PREFIX + knob, _knob_type(pa, values)))
+    for i in range(shapes):
+        fields += [pa.field(f"shape{i}.{k}", _type(pa, t)) for k, t in _SHAPE_COLUMNS.items()]
+    for flat, row in zip(rows, data.rows, strict=True):
+        params = row.params
+        for knob, f in zip(knobs, fields[len(COLUMNS) :], strict=False):
+            value = params.get(knob)
+            flat[f.name] = None if value is None else _cast(f.type, value)
+        for i, shape in enumerate(_per_shape(row)):
+            for key in _SHAPE_COLUMNS:
+                value = shape.get(key)
+                flat[f"shape{i}.{key}"] = value if key != "inputs" else str(value)
+    return pa.Table.from_pylist(rows, schema=pa.schema(fields))
+
+
+def _row(data: StudyData, row: TrialRow) -> dict[str, Any]:
+    import json
+
+    r = row.record
+    flat: dict[str, Any] = {
+        "study_name": data.name,
+        "trial_number": row.number,
+        "status": row.status,
+        "state": None if row.trial is None else row.trial.state.name.lower(),
+        "started_at": row.started,
+        "finished_at": row.finished,
+    }
+    if r is None:
+        return flat
+    result = r.result
+    phases = result.get("phases") or {}
+    cache = result.get("cache") or {}
+    worker = (r.environment.get("worker") or {}) if isinstance(r.environment, dict) else {}
+    error = (r.error or "").strip()
+    flat.update(
+        baseline=r.baseline,
+        failure_kind=r.failure_kind,
+        error=error.splitlines()[0] if error else None,
+        config=r.brief,
+        config_hash=r.config_hash,
+        duplicate_of=r.duplicate_of,
+        batch_size=r.batch_size,
+        compile_time_s=r.compile_time_s,
+        setup_s=phases.get("setup_s"),
+        timing_s=phases.get("timing_s"),
+        wall_time_s=r.wall_time_s,
+        latency_median_s=r.latency_median_s,
+        latency_iqr_s=r.latency_iqr_s,
+        eager_latency_median_s=r.eager_latency_median_s,
+        speedup_vs_eager=r.speedup_vs_eager,
+        speedup_vs_eager_q1=r.speedup_vs_eager_q1,
+        speedup_vs_eager_q3=r.speedup_vs_eager_q3,
+        speedup_vs_default=r.speedup_vs_default,
+        score=data.objective.score(r),
+        peak_memory_bytes=r.peak_memory_bytes,
+        graphs=r.graphs,
+        graph_breaks=r.graph_breaks,
+        recompiles=r.recompiles,
+        fxgraph_cache_hit=cache.get("fxgraph_hit"),
+        fxgraph_cache_miss=cache.get("fxgraph_miss"),
+        cache_bytes_written=result.get("cache_bytes_written"),
+        relaxed_numerics=r.relaxed_numerics,
+        worker_id=worker.get("id"),
+        worker_host=worker.get("host"),
+        worker_pid=worker.get("pid"),
+        worker_gpu=worker.get("gpu"),
+        config_json=json.dumps(r.config, sort_keys=True),
+        **{
+            column: None if r.environment.get(key) is None else str(r.environment[key])
+            for key, column in ENV_KEYS.items()
+        },
+    )
+    return flat
+
+
+def _per_shape(row: TrialRow) -> list[dict[str, Any]]:
+    return list((row.record.result.get("per_shape") or []) if row.record is not None else [])
+
+
+def _knob_names(data: StudyData) -> list[str]:
+    """Every knob any trial drew, in the order the space lists them (then any other)."""
+    drawn: dict[str, None] = {}
+    for row in data.rows:
+        drawn.update(dict.fromkeys(row.params))
+    order = [
+        f"{layer}.{name}"
+        for layer, table in data.settings.space.items()
+        if isinstance(table, dict) and layer != "numerics"
+        for name in table
+    ]
+    numerics = data.settings.space.get("numerics") or {}
+    order += [f"{layer}.{name}" for layer, table in numerics.items() for name in table]
+    known = [k for k in order if k in drawn]
+    return known + sorted(k for k in drawn if k not in known)
+
+
+def _type(pa: Any, kind: str) -> Any:
+    if kind == "timestamp":
+        return pa.timestamp("us", tz="UTC")
+    return {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+            "bool": pa.bool_()}[kind]  # fmt: skip
+
+
+def _knob_type(pa: Any, values: list[Any]) -> Any:
+    """The narrowest column type holding every value of a knob: bool, int, float or text."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.bool_()
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pa.int64()
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pa.float64()
+    return pa.string()
+
+
+def _cast(kind: Any, value: Any) -> Any:
+    import pyarrow as pa
+
+    if kind == pa.string():
+        return str(value)
+    if kind == pa.float64():
+        return float(value)
+    return value

@@ -1,0 +1,41 @@
+"""``autotune studies``' table: one line per study of a storage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from autotune.reports._format import clip, times
+from autotune.reports._study import StudyData
+
+
+def render_studies(studies: Sequence[StudyData]) -> str:
+    """Name, model and device, trials measured of the budget, running, best speedup, state."""
+    if not studies:
+        return "No autotune studies in this storage yet (`autotune search MODEL.py` makes one)."
+    head = ("study", "model", "device", "trials", "running", "best vs eager", "state", "created")
+    rows = [head]
+    for data in studies:
+        best = data.best()
+        created = data.created_at.strftime("%Y-%m-%d %H:%M") if data.created_at else "?"
+        rows.append(
+            (
+                data.name,
+                clip(data.settings.model_path.rsplit("/", 1)[-1], 30),
+                data.settings.device,
+                f"{len(data.searched)}/{data.settings.trials}",
+                str(data.running),
+                "-"
+                if best is None
+                else f"{times(best.speedup_vs_eager, 2)} (#{best.trial_number})",
+                data.state(),
+                created,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = [
+        "  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    count = f"{len(studies)} stud{'y' if len(studies) == 1 else 'ies'}"
+    lines.append(f"({count}; `autotune report --study NAME` shows one in full)")
+    return "\n".join(lines)

@@ -1,0 +1,302 @@
+"""``autotune report``'s text: a study's settings and environment, its trials as a table, the
+finalists and the decision, the Pareto front, failures by kind and knob importance, all read
+from the storage (see :func:`~autotune.reports._study.load_study_data`)."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+from autotune.records import TrialRecord
+from autotune.reports._format import clip, ms, times
+from autotune.reports._study import StudyData, TrialRow
+from autotune.study._pareto import front
+
+_CONFIG_MIN_WIDTH = 30
+
+
+def render(data: StudyData, width: int = 160) -> str:
+    """The whole report, lines at most ``width`` characters wide (the config column is cut
+    to fit; ``autotune export`` has every config in full)."""
+    tables = [trial_table(data.rows, width), shape_table(data.rows)]  # cut, never wrapped
+    prose = [finalists(data), pareto(data), decision(data), failures(data), importance(data)]
+    sections = [fit(header(data), width), *tables, *(fit(p, width) for p in prose)]
+    return "\n\n".join(s for s in sections if s)
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` with every line longer than ``width`` wrapped, its continuation indented
+    two more than the line."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        lines.append(textwrap.fill(line, width, subsequent_indent=indent, break_on_hyphens=False))
+    return "\n".join(lines)
+
+
+def header(data: StudyData) -> str:
+    s = data.settings
+    searched = len(data.searched)
+    baselines = sum(1 for r in data.records if r.baseline)
+    reused = sum(1 for r in data.records if r.duplicate_of is not None)
+    running = f", {data.running} running" if data.running else ""
+    lines = [
+        f"Study {data.name!r} in {data.storage}: {data.state()}, {searched} of {s.trials} "
+        f"search trials measured{running} ({len(data.rows)} trials in all: {baselines} "
+        f"baselines, {reused} reused a measured config)"
+    ]
+    env = _environment(data.records)
+    facts = [
+        ("model", f"{s.model_path} (sha256 {(s.model_sha256 or '?')[:12]})"),
+        ("device", f"{s.device}{env}"),
+        (
+            "space",
+            f"{s.space.get('name', '?')} ({s.space_hash}), workload {s.workload}, "
+            f"scope {s.scope}, sampler {s.sampler}, seed {s.seed}",
+        ),
+        ("objective", _objective(data)),
+        (
+            "budgets",
+            f"compile {s.compile_budget_s:g} s per trial, timing "
+            f"{s.measure.target_seconds:g} s per trial, {s.finalists} finalists",
+        ),
+        ("created", _created(data)),
+        ("workers", _workers(data)),
+    ]
+    lines += [f"  {name:<10} {value}" for name, value in facts]
+    return "\n".join(lines)
+
+
+def _objective(data: StudyData) -> str:
+    s = data.settings
+    text = data.objective.describe()
+    if s.pareto:
+        text = f"Pareto front of {', '.join(s.pareto)}, pick {s.pick or 'fastest'}"
+    if s.memory_budget_bytes:
+        text += f", memory budget {s.memory_budget_bytes / 2**20:,.0f} MiB"
+    if s.batch_sizes:
+        text += f", batch sizes {', '.join(map(str, s.batch_sizes))}"
+    return text
+
+
+def _environment(records: Sequence[TrialRecord]) -> str:
+    env = next((r.environment for r in records if r.environment), {})
+    if not env:
+        return ""
+    parts = [str(env.get("device_name") or env.get("cpu_model") or "")]
+    parts += [f"{key} {env[key]}" for key in ("torch", "triton", "cuda", "python") if env.get(key)]
+    return " (" + ", ".join(p for p in parts if p) + ")"
+
+
+def _created(data: StudyData) -> str:
+    when = data.created_at.strftime("%Y-%m-%d %H:%M UTC") if data.created_at else "?"
+    return f"{when} by autotune {data.autotune_version}"
+
+
+def _workers(data: StudyData) -> str:
+    if not data.workers:
+        return "none yet"
+    live = sum(1 for w in data.workers if w.stopped_at is None)
+    ends = sorted({w.ended for w in data.workers if w.ended})
+    hosts = sorted({w.host for w in data.workers})
+    text = f"{_plural(len(data.workers), 'process', 'es')} on {_plural(len(hosts), 'host')} "
+    text += f"({', '.join(hosts[:4])})"
+    if live:
+        text += f", {live} not stopped (running, or died without saying)"
+    if ends:
+        text += f"; ended: {'; '.join(ends[:3])}"
+    return text
+
+
+HEAD = (
+    "trial",
+    "status",
+    "compile",
+    "latency",
+    "vs eager (q1-q3)",
+    "vs default",
+    "peak MiB",
+    "graphs",
+    "breaks",
+    "recomp",
+    "fx hit",
+    "config",
+)
+
+
+def trial_table(rows: Sequence[TrialRow], width: int = 160) -> str:
+    """One line per trial: status or failure kind, compile time, latency with its spread,
+    speedups, memory, graph counts, Inductor cache hits and the config (what differs from
+    the defaults)."""
+    if not rows:
+        return "No trials yet."
+    table = [list(HEAD)] + [trial_cells(row) for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEAD) - 1)]
+    used = sum(widths) + 2 * len(widths) + 2
+    config_width = max(_CONFIG_MIN_WIDTH, width - used)
+    lines = ["Trials (speedups: medians of paired eager/compiled rounds, quartiles in brackets)"]
+    for line in table:
+        cells = [
+            f"{cell:<{w}}" if i in (0, 1) else f"{cell:>{w}}"
+            for i, (cell, w) in enumerate(zip(line, widths, strict=False))
+        ]
+        lines.append("  " + "  ".join(cells) + "  " + clip(line[-1], config_width))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def trial_cells(row: TrialRow) -> list[str]:
+    r = row.record
+    if r is None:
+        return [row.label, row.status, *[""] * 9, ""]
+    if r.duplicate_of is not None:  # its figures are the earlier trial's: not repeated
+        return [row.label, f"reused #{r.duplicate_of}", *["-"] * 9, r.brief]
+    status = row.status
+    speedup = "-"
+    if r.speedup_vs_eager is not None:
+        speedup = times(r.speedup_vs_eager, 2)
+        if r.speedup_vs_eager_q1 is not None and r.speedup_vs_eager_q3 is not None:
+            speedup += f" ({r.speedup_vs_eager_q1:.2f}-{r.speedup_vs_eager_q3:.2f})"
+    latency = ms(r.latency_median_s)
+    if r.latency_median_s is not None and r.latency_iqr_s is not None:
+        latency += f" ±{ms(r.latency_iqr_s, 2)}"
+    cache = (r.result.get("cache") or {}).get("fxgraph_hit")
+    config = r.brief if r.status == "ok" else f"{r.brief}  [{_first_line(r.error)}]"
+    return [
+        row.label,
+        status,
+        "-" if r.compile_time_s is None else f"{r.compile_time_s:.1f}s",
+        latency,
+        speedup,
+        times(r.speedup_vs_default, 2),
+        "-" if r.peak_memory_bytes is None else f"{r.peak_memory_bytes / 2**20:,.0f}",
+        _int(r.graphs),
+        _int(r.graph_breaks),
+        _int(r.recompiles),
+        _int(cache),
+        config,
+    ]
+
+
+def shape_table(rows: Sequence[TrialRow]) -> str:
+    """Latency per input shape, for studies over a shape distribution."""
+    shaped = [(row, row.record.result.get("per_shape") or []) for row in rows if row.record]
+    shaped = [(row, shapes) for row, shapes in shaped if shapes]
+    if not shaped:
+        return ""
+    names = [str(s.get("inputs")) for s in shaped[0][1]]
+    lines = ["Latency per input shape (speedup vs eager)"]
+    lines += [f"  shape {i}: {clip(name, 100)}" for i, name in enumerate(names)]
+    head = "  " + f"{'trial':<9}" + "".join(f"{f'shape {i}':>20}" for i in range(len(names)))
+    lines.append(head)
+    for row, shapes in shaped:
+        cells = [f"{ms(s.get('latency_s'))} {times(s.get('speedup_vs_eager'), 2)}" for s in shapes]
+        lines.append("  " + f"{row.label:<9}" + "".join(f"{c:>20}" for c in cells))
+    return "\n".join(lines)
+
+
+def finalists(data: StudyData) -> str:
+    made = data.decision
+    if made is None or not made.finalists:
+        if data.settings.finalists and data.decision is not None:
+            return "Finalists: not measured yet (the decision below is on the search's trials)."
+        return ""
+    when = ""
+    if made.round is not None:
+        at = made.round.finished_at or made.round.created_at
+        when = f" (round {made.round.id}, {at:%Y-%m-%d %H:%M} UTC, by {made.round.owner})"
+    lines = [f"Finalists re-measured cold and warm in fresh processes{when}"]
+    for f in made.finalists:
+        searched = f.searched
+        label = f"[{searched.baseline}]" if searched.baseline else f"#{searched.trial_number}"
+        if not f.ok:
+            bad = f.cold if not f.cold.ok else f.warm
+            lines.append(f"  {label:<10} {bad.failure_kind}: {_first_line(bad.error)}")
+            continue
+        fresh = f.record()
+        lines.append(
+            f"  {label:<10} {times(fresh.speedup_vs_eager, 2)} eager "
+            f"({times(fresh.speedup_vs_eager_q1, 2)}-{times(fresh.speedup_vs_eager_q3, 2)}), "
+            f"compile cold {f.cold.compile_time_s or 0:.1f}s "
+            f"warm {f.warm.compile_time_s or 0:.1f}s  {clip(searched.brief, 70)}"
+        )
+    return "\n".join(lines)
+
+
+def pareto(data: StudyData) -> str:
+    axes = data.settings.pareto
+    if not axes:
+        return ""
+    from autotune.reports.terminal import pareto_table
+    from autotune.study import candidates
+
+    made = data.decision
+    if made is not None and made.front is not None:
+        title = "finalists" if made.finalists else "search"
+        return pareto_table(made.front, axes, title, made.chosen)
+    points = front(candidates(data.records), axes)
+    return pareto_table(points, axes, "search") if points else ""
+
+
+def decision(data: StudyData) -> str:
+    made = data.decision
+    if made is None:
+        return f"Decision: none yet. {data.decision_note}"
+    best = made.best
+    basis = "the finalists' fresh measurements" if made.finalists else "the search's trials"
+    lines = [f"Decision (as `autotune finalize` would make it now, from {basis}):"]
+    if best.decision == "compile" and best.config is not None:
+        from autotune.reports.terminal import claimed
+
+        lines.append(f"  compile with trial {best.source.get('trial')}: {best.config.brief()}")
+        lines.append(f"  {claimed(best)}")
+    else:
+        lines.append("  do not compile")
+    lines.append(f"  why: {best.reason}.")
+    return "\n".join(lines)
+
+
+def failures(data: StudyData) -> str:
+    kinds = data.failures()
+    if not kinds:
+        return ""
+    lines = ["Failures by kind"]
+    for kind, n in kinds.most_common():
+        failed = [
+            r
+            for r in data.records
+            if (r.failure_kind or "failed") == kind and r.status != "ok" and r.duplicate_of is None
+        ]
+        numbers = ", ".join(
+            f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}" for r in failed[:8]
+        )
+        more = f" and {len(failed) - 8} more" if len(failed) > 8 else ""
+        lines.append(f"  {kind:<16} {n:>3}  {numbers}{more}")
+        lines.append(f"  {'':<16}      first error: {clip(_first_line(failed[0].error), 110)}")
+    return "\n".join(lines)
+
+
+def importance(data: StudyData) -> str:
+    if data.importance is None:
+        return f"Knob importance: not shown ({data.importance_note})."
+    lines = ["Knob importance", f"  {data.importance_note}"]
+    top = max(data.importance.values(), default=0.0) or 1.0
+    for knob, value in data.importance.items():
+        bar = "#" * max(1 if value > 0 else 0, round(30 * value / top))
+        lines.append(f"  {knob:<44} {value:6.3f}  {bar}")
+    return "\n".join(lines)
+
+
+def _first_line(text: str | None) -> str:
+    text = (text or "").strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _int(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _plural(n: int, word: str, suffix: str = "s") -> str:
+    return f"{n} {word}{'' if n == 1 else suffix}"

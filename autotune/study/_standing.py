@@ -1,0 +1,44 @@
+"""Where a study stands, as every process of it sees it: what a live display polls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from optuna.trial import TrialState
+
+from autotune.study._search import BASELINE_ATTR
+from autotune.study._stale import METRIC_PREFIX
+
+if TYPE_CHECKING:
+    from autotune.study._search import Search
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Search trials measured and running in every process, and the best trial told so far
+    (single-objective studies; ``best_score`` is the objective's, higher is better)."""
+
+    done: int
+    running: int
+    best_trial: int | None = None
+    best_score: float | None = None
+    best_speedup: float | None = None
+
+
+def standing(search: Search) -> Standing:
+    """One read of the study, without the search's retries and timings: a display's thread
+    calls it between the search's own reads, and simply tries again later when it fails."""
+    name = search.request.study_name
+    done = search.records.count_trials(name, duplicates=False)
+    states = (TrialState.RUNNING,)
+    trials = search.study.get_trials(deepcopy=False, states=states)
+    running = sum(1 for t in trials if BASELINE_ATTR not in t.user_attrs)
+    if search.settings.pareto:
+        return Standing(done, running)
+    try:
+        best = search.study.best_trial
+    except ValueError:  # nothing told yet
+        return Standing(done, running)
+    speedup = best.user_attrs.get(f"{METRIC_PREFIX}speedup_vs_eager")
+    return Standing(done, running, best.number, best.value, speedup)

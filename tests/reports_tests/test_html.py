@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from autotune.reports import load_study_data, write_html
+
+from .conftest import STUDY
+
+
+class _Page(HTMLParser):
+    """What a page loads from elsewhere, its plots and its table rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.external: list[str] = []
+        self.plots: list[str] = []
+        self.rows = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        for key in ("src", "href"):
+            if found.get(key) and re.match(r"(https?:)?//", found[key] or ""):
+                self.external.append(f"{tag} {key}={found[key]}")
+        if tag == "div" and (found.get("id") or "").startswith("plot"):
+            self.plots.append(found["id"] or "")
+        if tag == "tr":
+            self.rows += 1
+
+
+@pytest.fixture
+def page(study_storage, tmp_path):
+    path = tmp_path / "report.html"
+    size = write_html(load_study_data(study_storage, STUDY), path)
+    return path, size
+
+
+def test_the_page_is_self_contained_with_every_plot_and_the_table(page):
+    path, size = page
+    text = path.read_text()
+    parsed = _Page()
+    parsed.feed(text)
+
+    assert size > 20_000 and size == len(text.encode())
+    assert parsed.external == []  # no CDN: plotly.js is inline
+    assert "Plotly.newPlot" in text and len(parsed.plots) == 6
+    for title in ("Optimization history", "Speedup against compile time", "Knob importance",
+                  "Per-knob slices", "Latency per input shape", "Failures by kind"):  # fmt: skip
+        assert f"<h2>{title}</h2>" in text
+    assert "cold compile time (s)" in text and "default torch.compile" in text
+    assert parsed.rows >= 1 + 10  # the head, baselines and every trial
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+def test_headless_chromium_draws_every_plot_offline(page):
+    path, _ = page
+    done = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--virtual-time-budget=10000", "--dump-dom", path.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    # plotly draws each plot as an <svg class="main-svg">, only when its script ran.
+    drawn = re.findall(r'<div[^>]*id="(plot\d)"[^>]*class="[^"]*js-plotly-plot', done.stdout)
+    assert len(set(drawn)) == 6, done.stdout[:2000]
+    assert done.stdout.count('class="main-svg"') >= 6

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import optuna
+
+from autotune.reports import load_study_data, render_report
+
+from .conftest import STUDY
+
+
+def test_the_report_has_the_table_finalists_decision_failures_and_importance(study_storage):
+    text = render_report(load_study_data(study_storage, STUDY), width=160)
+
+    assert f"Study '{STUDY}'" in text and "done, 8 of 8 search trials measured" in text
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("trial "))
+    for column in ("compile", "latency", "vs eager", "vs default", "graphs", "breaks", "recomp"):
+        assert column in header
+    eager = next(line for line in text.splitlines() if line.lstrip().startswith("[eager]"))
+    assert "1.00x (0.98-1.02)" in eager
+    assert "Finalists re-measured cold and warm" in text
+    assert "Decision (as `autotune finalize` would make it now" in text
+    assert "Failures by kind" in text and "first error: compile still running" in text
+    assert "Latency per input shape" in text
+    assert "Knob importance" in text
+    table = text.split("\n\n")[1].splitlines()
+    assert len(table) == 1 + 1 + 10 and all(len(line) <= 160 for line in table)
+
+
+def test_a_running_study_is_reported_as_running(study_storage):
+    optuna.load_study(study_name=STUDY, storage=study_storage).ask()
+
+    text = render_report(load_study_data(study_storage, STUDY))
+
+    assert "running, 8 of 8 search trials measured, 1 running" in text
+    assert "running" in text.splitlines()[-1] or any(
+        line.split()[1:2] == ["running"] for line in text.splitlines() if line.strip()
+    )
+
+
+def test_a_pareto_study_reports_its_front_and_draws_its_page(
+    tmp_path, monkeypatch, space_file, model_file
+):
+    import scripted
+
+    from autotune.cli import main
+    from autotune.reports import write_html
+
+    from .conftest import varied
+
+    scripted.use(monkeypatch, varied)
+    storage = f"sqlite:///{tmp_path}/pareto.db"
+    assert main([
+        "search", model_file("tiny"), "--space", space_file("aot_eager_16"), "--trials", "5",
+        "--pareto", "--storage", storage, "--study", "p", "--out", str(tmp_path / "b.json"),
+        "--device", "cpu", "--finalists", "0", "--measure-seconds", "0.2",
+    ]) == 0  # fmt: skip
+    data = load_study_data(storage, "p")
+
+    text = render_report(data)
+
+    assert "Pareto front of the search (latency, compile)" in text
+    assert data.metric_names == ["speedup_vs_eager", "compile_s"]
+    assert write_html(data, tmp_path / "p.html") > 20_000
