@@ -48,7 +48,8 @@ def test_ci_runs_the_readmes_set_up_and_test_commands():
 
 
 @pytest.mark.parametrize(
-    "command", ["search", "worker", "finalize", "verify", "report", "export", "studies"]
+    "command",
+    ["search", "worker", "finalize", "verify", "report", "export", "studies", "show"],
 )
 def test_every_option_of_a_command_is_in_the_readme(command):
     from autotune.cli import build_parser

@@ -9,16 +9,19 @@ only with ``--debug``.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import traceback
 from types import ModuleType
 from typing import Any
 
+from autotune.cli import _study_file
 from autotune.cli import export as export
 from autotune.cli import finalize as finalize
 from autotune.cli import report as report
 from autotune.cli import search as search
+from autotune.cli import show as show
 from autotune.cli import spaces as spaces
 from autotune.cli import studies as studies
 from autotune.cli import verify as verify
@@ -28,6 +31,7 @@ from autotune.errors import UsageError
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
 COMMANDS: dict[str, ModuleType] = {
     "search": search,
     "worker": worker,
@@ -35,6 +39,7 @@ COMMANDS: dict[str, ModuleType] = {
     "report": report,
     "studies": studies,
     "export": export,
+    "show": show,
     "spaces": spaces,
     "verify": verify,
 }
@@ -71,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"autotune: interrupted; {command.INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`autotune report | head`): stop quietly, as a pipe expects;
+        # stdout goes to /dev/null so that the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     finally:
         from autotune.trials import kill_all_trials
 
@@ -96,6 +106,14 @@ def parse(parser: Parser, commands: dict[str, Parser], argv: list[str]) -> argpa
     subcommand's usage (and a "did you mean"), not the top-level one."""
     args, extras = parser.parse_known_args(argv)
     command = getattr(args, "command", None)
+    if command == "search":  # a study file (*.toml) stands for its options
+        at = argv.index(command) + 1
+        try:
+            expanded = [*argv[:at], *_study_file.expand(argv[at:], commands[command])]
+        except UsageError as exc:
+            commands[command].error(str(exc))
+        if expanded != argv:
+            return parse(parser, commands, expanded)
     if extras:
         (commands[command] if command else parser).unrecognized(extras)
     if command:

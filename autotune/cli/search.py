@@ -59,7 +59,11 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "values, and only --trials, --finalists, --precision, --pick and --warm-start may "
         "change.",
     )
-    p.add_argument("model", help="model file defining get_model(device) and get_inputs(device)")
+    p.add_argument(
+        "model",
+        help="model file (*.py) defining get_model(device) and get_inputs(device), or a study "
+        "file (*.toml) naming one and the study's options (options given here override it)",
+    )
     _budgets(p)
     _where(p)
     _objectives(p)

@@ -8,8 +8,10 @@ import difflib
 import functools
 import inspect
 import itertools
+import logging
 import os
 import threading
+import time
 import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -33,7 +35,9 @@ from autotune.runtime.fingerprint import (
     model_fingerprint,
 )
 
-__all__ = ["apply", "compile_module", "load"]
+__all__ = ["apply", "compile_module", "load", "warm_up"]
+
+_log = logging.getLogger("autotune")
 
 # (config identity, mismatch line) pairs already warned about in this process.
 _WARNED: set[tuple[str, str]] = set()
@@ -52,6 +56,7 @@ def apply(
     config: str | os.PathLike[str] | BestConfig | CompileConfig | Mapping[str, Any],
     *,
     check_environment: bool = True,
+    warmup: Any = None,
 ) -> torch.nn.Module:
     """Compiles ``model`` the way the search's winning trial did.
 
@@ -70,6 +75,13 @@ def apply(
         check_environment: Compare the file's environment and model fingerprints with this
             process and model, and warn once (:class:`EnvironmentMismatchWarning`) per
             difference. The config is applied either way.
+        warmup: Inputs to call the compiled model with before returning, so that it compiles
+            now and not on the first request a server takes: one call's inputs (a tensor, a
+            tuple of positional arguments, or a dict of keyword arguments), or a list of
+            such, one call each (e.g. one per input shape the server will see). Calls run in
+            the caller's grad mode: apply inside the same ``torch.no_grad()`` or
+            ``torch.inference_mode()`` the server uses, or the first request recompiles. The
+            time it took is logged on the ``autotune`` logger (INFO).
 
     Returns:
         ``model`` itself for a ``do_not_compile`` decision or a regional scope; an
@@ -90,8 +102,31 @@ def apply(
     if best is not None and check_environment:
         _warn_on_mismatch(model, best)
     if compile_config is None:
+        if warmup is not None:
+            _log.info("autotune.apply: the config compiles nothing; no warm-up needed")
         return model
-    return compile_module(model, compile_config)
+    compiled = compile_module(model, compile_config)
+    if warmup is not None:
+        calls, seconds = warm_up(compiled, warmup)
+        _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
+    return compiled
+
+
+def warm_up(model: torch.nn.Module, inputs: Any) -> tuple[int, float]:
+    """Calls ``model`` with each of ``inputs`` (see :func:`apply`'s ``warmup``) and waits for
+    the device; returns the number of calls and the seconds they took."""
+    calls = inputs if isinstance(inputs, list) else [inputs]
+    started = time.perf_counter()
+    for call in calls:
+        if isinstance(call, tuple):
+            model(*call)
+        elif isinstance(call, Mapping):
+            model(**call)
+        else:
+            model(call)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return len(calls), time.perf_counter() - started
 
 
 def compile_module(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:

@@ -20,7 +20,17 @@ def test_every_subcommand_has_a_module_with_a_parser_and_a_run():
     assert (
         set(commands)
         == set(COMMANDS)
-        == {"search", "worker", "finalize", "report", "studies", "export", "spaces", "verify"}
+        == {
+            "search",
+            "worker",
+            "finalize",
+            "report",
+            "studies",
+            "export",
+            "show",
+            "spaces",
+            "verify",
+        }
     )
     for module in COMMANDS.values():
         assert callable(module.run) and module.INTERRUPTED

@@ -517,3 +517,30 @@ def test_per_thread_detection_matches_what_torch_does() -> None:
     read.set()
     thread.join(timeout=60)
     assert (seen_here == default) is apply_module._config_is_per_thread()
+
+
+def test_warmup_compiles_before_apply_returns(caplog: pytest.LogCaptureFixture) -> None:
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    small, large = torch.randn(2, 8), torch.randn(5, 8)
+    caplog.set_level("INFO", logger="autotune")
+
+    with torch.no_grad():
+        fast = autotune.apply(model, {"backend": "eager", "dynamic": False},
+                              warmup=[small, (large,), {"input": small}])  # fmt: skip
+        compiled = counters["stats"]["unique_graphs"]
+        fast(small), fast(large)  # the shapes the server sees: no compile left to do
+
+    assert compiled >= 2 and counters["stats"]["unique_graphs"] == compiled
+    assert "warmed up with 3 call(s) in" in caplog.text
+
+
+def test_warmup_of_a_do_not_compile_file_calls_nothing(tmp_path: Path) -> None:
+    calls = []
+    model = torch.nn.Linear(8, 8)
+    model.register_forward_hook(lambda *args: calls.append(args))
+    path = tmp_path / "best.json"
+    autotune.BestConfig(decision="do_not_compile", reason="eager won").dump(path)
+
+    assert autotune.apply(model, path, warmup=torch.randn(2, 8)) is model
+    assert calls == []

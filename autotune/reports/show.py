@@ -1,0 +1,212 @@
+"""``autotune show``: what a best-config file will do, in words: the decision and why, the
+scope, mode and every knob it sets with what the knob does, what it was tuned for, what it
+claims, where and when it was tuned, and whether this machine matches it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from autotune.reports._format import calls, ms, times
+from autotune.reports.study_report import fit
+from autotune.runtime.config import BestConfig, CompileConfig
+
+_DYNAMIC = {
+    None: "torch's default: static first, dynamic after a shape changes",
+    True: "dynamic shapes from the first compile",
+    False: "static shapes: a new shape recompiles",
+}
+_WIDTH = 100
+
+
+def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The facts :func:`render` prints, as a JSON-able dict (``autotune show --json``).
+
+    ``here`` is this machine's environment fingerprint; None leaves the comparison out."""
+    from autotune.runtime.fingerprint import environment_mismatches
+    from autotune.space._meanings import knob_meanings
+
+    config = best.config
+    facts: dict[str, Any] = {
+        "file": path,
+        "decision": best.decision,
+        "reason": best.reason,
+        "schema_version": best.schema_version,
+        "autotune_version": best.autotune_version,
+        "created_at": best.created_at,
+        "config_hash": best.config_hash,
+        "scope": None,
+        "compile": None,
+        "knobs": [],
+        "workload": dict(best.workload),
+        "claims": dict(best.metrics),
+        "tuned_on": dict(best.environment),
+        "source": dict(best.source),
+        "model": dict(best.model),
+    }
+    if config is not None:
+        meanings = knob_meanings()
+        facts["scope"] = {"compile": list(config.scope.compile),
+                          "disable": list(config.scope.disable)}  # fmt: skip
+        facts["compile"] = {"backend": config.backend, "mode": config.mode,
+                            "dynamic": config.dynamic, "fullgraph": config.fullgraph}  # fmt: skip
+        facts["knobs"] = [
+            {"knob": knob, "value": value, "meaning": meanings.get(knob)}
+            for knob, value in set_knobs(config)
+        ]
+    if here is not None:
+        facts["here"] = {
+            "environment": {k: here.get(k) for k in ("device_name", "torch", "triton", "cuda")},
+            "mismatches": environment_mismatches(best.environment, here),
+        }
+    return facts
+
+
+def set_knobs(config: CompileConfig) -> list[tuple[str, Any]]:
+    """The Inductor options beyond the mode's preset, and the Dynamo settings, by knob name
+    (``inductor.freezing``, ``dynamo.recompile_limit``)."""
+    import torch._inductor
+
+    preset = torch._inductor.list_mode_options(config.mode) if config.backend == "inductor" else {}
+    knobs = [(f"inductor.{k}", v) for k, v in sorted(config.options.items())
+             if k not in preset or preset[k] != v]  # fmt: skip
+    knobs += [(f"dynamo.{k}", v) for k, v in sorted(config.dynamo.items())]
+    return knobs
+
+
+def render(facts: dict[str, Any]) -> str:
+    """The facts in words, one topic a paragraph."""
+    lines = [f"{facts['file']}: {_decision(facts)}", f"  why: {facts['reason']}."]
+    if facts["compile"] is not None:
+        lines += ["", *_how(facts)]
+    lines += ["", *_workload(facts), "", *_claims(facts), "", *_origin(facts)]
+    if "here" in facts:
+        lines += ["", *_here(facts)]
+    return fit("\n".join(lines), _WIDTH)
+
+
+def _decision(facts: dict[str, Any]) -> str:
+    if facts["decision"] == "compile":
+        return "compile the model with torch.compile, as below."
+    return "do not compile: serve the model eager (autotune.apply returns it unchanged)."
+
+
+def _how(facts: dict[str, Any]) -> list[str]:
+    scope, c = facts["scope"], facts["compile"]
+    if scope["compile"] == [""]:
+        where = "the whole model as one torch.compile"
+    else:
+        where = "each of these submodules compiled on its own, the rest eager: "
+        where += ", ".join(scope["compile"])
+    lines = [f"Scope: {where}."]
+    if scope["disable"]:
+        lines.append(
+            "  kept eager inside it (torch.compiler.disable): " + ", ".join(scope["disable"])
+        )
+    lines.append(
+        f"torch.compile: backend {c['backend']}, mode {c['mode']}, fullgraph={c['fullgraph']}"
+        + (" (a graph break is an error)" if c["fullgraph"] else "")
+        + f", dynamic={c['dynamic']} ({_DYNAMIC.get(c['dynamic'], '?')})"
+    )
+    if not facts["knobs"]:
+        lines.append("Knobs: none beyond the mode's preset.")
+        return lines
+    lines.append(f"Knobs set beyond the mode's preset ({len(facts['knobs'])}):")
+    for knob in facts["knobs"]:
+        meaning = knob["meaning"] or "(not described by the built-in spaces)"
+        lines.append(f"  {knob['knob']} = {knob['value']!r}: {meaning}")
+    return lines
+
+
+def _workload(facts: dict[str, Any]) -> list[str]:
+    w = facts["workload"]
+    what = {"infer": "inference (eval, no_grad)", "train": "a training step"}.get(
+        str(w.get("kind")), str(w.get("kind"))
+    )
+    lines = [f"Tuned for: {what} on {w.get('device')}, objective {w.get('objective')}"]
+    if w.get("calls"):
+        lines[0] += f" over {w['calls']:,} calls"
+    inputs = w.get("inputs") or []
+    if inputs:
+        lines.append(f"  inputs: {', '.join(map(str, inputs[:6]))}"
+                     + (f" and {len(inputs) - 6} more" if len(inputs) > 6 else ""))  # fmt: skip
+    if w.get("batch_size"):
+        lines.append(f"  batch size {w['batch_size']}")
+    if w.get("max_latency_s"):
+        lines.append(f"  latency cap {ms(w['max_latency_s'])}")
+    relaxed = "yes (held to the 10x looser gate)" if w.get("relaxed_numerics") else "no"
+    lines.append(f"  seed {w.get('seed')}; numerics-changing knobs: {relaxed}")
+    return lines
+
+
+def _claims(facts: dict[str, Any]) -> list[str]:
+    m = facts["claims"]
+    if facts["decision"] != "compile":
+        lines = ["Claims: eager was not reliably beaten."]
+        if m.get("eager_latency_s"):
+            lines.append(f"  eager latency {ms(m['eager_latency_s'])}")
+        return lines
+    spread = ""
+    if m.get("speedup_vs_eager_q1") and m.get("speedup_vs_eager_q3"):
+        spread = f" (quartiles {times(m['speedup_vs_eager_q1'], 2)} to "
+        spread += f"{times(m['speedup_vs_eager_q3'], 2)})"
+    lines = [
+        f"Claims: {times(m.get('speedup_vs_eager'), 2)} eager{spread}, "
+        f"{times(m.get('speedup_vs_default'), 2)} default torch.compile; latency "
+        f"{ms(m.get('latency_s'))} against {ms(m.get('eager_latency_s'))} eager"
+    ]
+    cold = m.get("cold_compile_time_s", m.get("compile_time_s"))
+    warm = m.get("warm_compile_time_s")
+    compile_s = f"  compile: {cold or 0:.1f} s cold (a new machine)"
+    if warm is not None:
+        compile_s += f", {warm:.1f} s warm (a restart reusing its kernel cache)"
+    lines.append(compile_s)
+    even = m.get("break_even_calls_vs_eager")
+    lines.append(
+        f"  pays back its compile time after {calls(_finite(even))} calls vs eager"
+        + (
+            f", {calls(_finite(m['break_even_calls_vs_default']))} vs default torch.compile"
+            if "break_even_calls_vs_default" in m
+            else ""
+        )
+    )
+    if m.get("samples_per_s"):
+        lines.append(f"  {m['samples_per_s']:,.0f} samples/s")
+    return lines
+
+
+def _origin(facts: dict[str, Any]) -> list[str]:
+    env, src = facts["tuned_on"], facts["source"]
+    device = env.get("device_name") or env.get("device")
+    versions = ", ".join(
+        f"{name} {env[key]}" for key, name in
+        (("torch", "torch"), ("triton", "triton"), ("cuda", "CUDA"), ("python", "Python"))
+        if env.get(key)
+    )  # fmt: skip
+    lines = [f"Tuned on: {device} ({env.get('device')}) on host {env.get('host')}, {versions}"]
+    lines.append(
+        f"  study {src.get('study')!r}, trial {src.get('trial')}, storage {src.get('storage')}; "
+        f"written {facts['created_at']} by autotune {facts['autotune_version']}"
+    )
+    model = facts["model"]
+    if model:
+        lines.append(
+            f"  model {model.get('root_class')} ({model.get('parameters'):,} parameters, "
+            f"structure {model.get('sha256')}) from {model.get('source')}"
+        )
+    lines.append("Cache: no compile cache is shipped with this file; the first call compiles.")
+    return lines
+
+
+def _here(facts: dict[str, Any]) -> list[str]:
+    here = facts["here"]
+    if not here["mismatches"]:
+        return ["Here: this machine matches the file (device, torch, triton, CUDA)."]
+    lines = ["Here: this machine differs from where the file was tuned; its claims may not "
+             "hold (autotune verify re-measures them):"]  # fmt: skip
+    lines += [f"  {line}" for line in here["mismatches"]]
+    return lines
+
+
+def _finite(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isinf(value)) else value

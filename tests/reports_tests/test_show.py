@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+
+from autotune.cli import main
+from autotune.reports.show import explain, render
+from autotune.runtime import BestConfig, CompileConfig, Scope
+
+
+def _best(**config) -> BestConfig:
+    compiled = CompileConfig(
+        backend="inductor", mode="max-autotune-no-cudagraphs", dynamic=False,
+        options={"freezing": True, "max_fusion_size": 128, "max_autotune": True},
+        dynamo={"recompile_limit": 16}, scope=Scope(compile=("encoder",), disable=("head",)),
+        **config,
+    )  # fmt: skip
+    return BestConfig(
+        decision="compile", reason="trial 7 was the best correct configuration", config=compiled,
+        metrics={"speedup_vs_eager": 1.5, "speedup_vs_eager_q1": 1.4, "speedup_vs_eager_q3": 1.6,
+                 "speedup_vs_default": 1.1, "latency_s": 0.002, "eager_latency_s": 0.003,
+                 "cold_compile_time_s": 20.0, "warm_compile_time_s": 2.0,
+                 "break_even_calls_vs_eager": 20000.0},
+        environment={"device": "cpu", "device_name": "Some CPU", "torch": "2.0.0", "host": "h"},
+        workload={"kind": "infer", "device": "cpu", "inputs": ["(4x16:float32)"],
+                  "objective": "latency", "seed": 3, "relaxed_numerics": False},
+        source={"study": "s", "trial": 7, "storage": "postgresql+psycopg://u:***@db/x"},
+    )  # fmt: skip
+
+
+def test_a_file_is_explained_knob_by_knob_with_what_each_does():
+    words = render(explain(_best(), "best.json", here={"torch": "2.13.0"}))
+    text = " ".join(words.split())  # lines are wrapped at 100 columns
+    assert all(len(line) <= 100 for line in words.splitlines())
+
+    assert "compile the model" in text and "trial 7 was the best" in text
+    assert "each of these submodules compiled on its own, the rest eager: encoder" in text
+    assert "kept eager inside it (torch.compiler.disable): head" in text
+    assert "dynamic=False (static shapes: a new shape recompiles)" in text
+    # max_autotune comes with the mode: not listed; freezing is, with its meaning
+    assert "inductor.max_autotune " not in text
+    assert "inductor.freezing = True: Inference only: constant-folds the weights" in text
+    assert "dynamo.recompile_limit = 16" in text
+    assert "1.50x eager (quartiles 1.40x to 1.60x), 1.10x default" in text
+    assert "20.0 s cold (a new machine), 2.0 s warm" in text
+    assert "after 20,000 calls vs eager" in text
+    assert "u:***@db" in text and "seed 3" in text
+    assert "torch: tuned with '2.0.0', running with '2.13.0'" in text
+
+
+def test_show_prints_words_and_json_and_refuses_what_is_no_file(tmp_path, capsys):
+    path = tmp_path / "best.json"
+    _best().dump(path)
+
+    assert main(["show", str(path)]) == 0
+    assert "Knobs set beyond the mode's preset (3):" in capsys.readouterr().out
+    assert main(["show", str(path), "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["decision"] == "compile" and facts["scope"]["disable"] == ["head"]
+    assert {k["knob"] for k in facts["knobs"]} == {
+        "inductor.freezing", "inductor.max_fusion_size", "dynamo.recompile_limit"
+    }  # fmt: skip
+
+    assert main(["show", str(tmp_path / "nope.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text('{"schema_version": 1}')
+    assert main(["show", str(tmp_path / "bad.json")]) == 2
+    assert "not a valid best-config file" in capsys.readouterr().err
+
+
+def test_a_do_not_compile_file_says_so(tmp_path, capsys):
+    best = BestConfig(decision="do_not_compile", reason="eager won", metrics={},
+                      workload={"kind": "infer", "device": "cpu"})  # fmt: skip
+    text = render(explain(best, "f.json"))
+
+    assert "do not compile: serve the model eager" in text and "Scope" not in text
