@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from autotune.cli import _study_file
+from autotune.cli import cache as cache
 from autotune.cli import export as export
 from autotune.cli import finalize as finalize
 from autotune.cli import report as report
@@ -40,6 +41,7 @@ COMMANDS: dict[str, ModuleType] = {
     "studies": studies,
     "export": export,
     "show": show,
+    "cache": cache,
     "spaces": spaces,
     "verify": verify,
 }

@@ -100,6 +100,11 @@ def _budgets(p: argparse.ArgumentParser) -> None:
         "cold and warm, before choosing (0 skips)",
     )  # fmt: skip
     p.add_argument(
+        "--save-cache", action="store_true",
+        help="after writing the file, export the compile cache of its config beside it "
+        "(NAME.cache.tar.gz): autotune.apply then loads it and skips the cold compile",
+    )  # fmt: skip
+    p.add_argument(
         "--remeasure", action="store_true",
         help="measure the finalists again even when a finished round of them is recorded",
     )  # fmt: skip
@@ -235,6 +240,13 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     print(terminal.decision(decision, args.out), flush=True)
+    if args.save_cache:
+        if decision.best.decision != "compile":
+            print("No compile cache was exported: the file decides not to compile.", flush=True)
+        else:
+            from autotune.study import export_cache
+
+            export_cache(args.out, search.local.model_path, on_note=progress.note)
     return 0
 
 

@@ -54,6 +54,7 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
             {"knob": knob, "value": value, "meaning": meanings.get(knob)}
             for knob, value in set_knobs(config)
         ]
+    facts["cache"] = _cache(best, path, here is not None)
     if here is not None:
         facts["here"] = {
             "environment": {k: here.get(k) for k in ("device_name", "torch", "triton", "cuda")},
@@ -194,8 +195,48 @@ def _origin(facts: dict[str, Any]) -> list[str]:
             f"  model {model.get('root_class')} ({model.get('parameters'):,} parameters, "
             f"structure {model.get('sha256')}) from {model.get('source')}"
         )
-    lines.append("Cache: no compile cache is shipped with this file; the first call compiles.")
+    lines.append(_cache_line(facts["cache"]))
     return lines
+
+
+def _cache(best: BestConfig, path: str, compare: bool) -> dict[str, Any] | None:
+    """The shipped cache, whether its archive is beside the file, and how this machine
+    differs from what it is valid for (with ``compare``)."""
+    if not best.cache:
+        return None
+    from pathlib import Path
+
+    from autotune.runtime.cache import mismatches
+
+    entry = dict(best.cache)
+    entry["present"] = (Path(path).parent / str(entry.get("path"))).is_file()
+    if compare:
+        device = str(best.workload.get("device") or "cpu")
+        entry["mismatches_here"] = mismatches(dict(entry.get("valid_for") or {}), device)
+    return entry
+
+
+def _cache_line(cache: dict[str, Any] | None) -> str:
+    if cache is None:
+        return (
+            "Cache: no compile cache is shipped with this file (autotune cache export makes "
+            "one); the first call compiles."
+        )
+    valid = cache.get("valid_for") or {}
+    text = (
+        f"Cache: {cache['path']} ({cache['bytes'] / 2**20:.1f} MiB, sha256 "
+        f"{str(cache['sha256'])[:16]}…), valid for torch {valid.get('torch')} on "
+        f"{valid.get('device_name')}"
+    )
+    if "threads" in valid:
+        text += f" with {valid['threads']} threads"
+    if not cache["present"]:
+        return text + "; the archive is not beside the file: the first call compiles."
+    if "mismatches_here" not in cache:
+        return text + "."
+    if cache["mismatches_here"]:
+        return text + "; not valid here (" + "; ".join(cache["mismatches_here"]) + ")."
+    return text + "; valid here: autotune.apply loads it."
 
 
 def _here(facts: dict[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ import time
 import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, cast
 
 import torch
@@ -56,6 +57,7 @@ def apply(
     config: str | os.PathLike[str] | BestConfig | CompileConfig | Mapping[str, Any],
     *,
     check_environment: bool = True,
+    cache: bool | str | os.PathLike[str] = True,
     warmup: Any = None,
 ) -> torch.nn.Module:
     """Compiles ``model`` the way the search's winning trial did.
@@ -75,6 +77,11 @@ def apply(
         check_environment: Compare the file's environment and model fingerprints with this
             process and model, and warn once (:class:`EnvironmentMismatchWarning`) per
             difference. The config is applied either way.
+        cache: Load the compile cache the file ships (``autotune search --save-cache``)
+            into this process's Inductor cache first, when it is valid for this machine;
+            ``False`` ignores it; a path loads that archive instead. One line on the
+            ``autotune`` logger says whether it was loaded; a cache made for another torch,
+            device or thread count is skipped with a warning naming the difference.
         warmup: Inputs to call the compiled model with before returning, so that it compiles
             now and not on the first request a server takes: one call's inputs (a tensor, a
             tuple of positional arguments, or a dict of keyword arguments), or a list of
@@ -88,7 +95,9 @@ def apply(
         ``OptimizedModule`` wrapping it when the whole model is compiled.
 
     Raises:
-        ConfigError: The file or config is invalid, or names knobs the installed torch lacks.
+        ConfigError: The file or config is invalid, or names knobs the installed torch lacks;
+            :class:`~autotune.runtime.cache.CacheRefusedError` (a ``ValueError`` too) when the
+            shipped cache's SHA-256 is not the file's: a changed cache is never loaded.
         ScopeError: The scope names module paths the model does not have.
 
     Example:
@@ -105,11 +114,36 @@ def apply(
         if warmup is not None:
             _log.info("autotune.apply: the config compiles nothing; no warm-up needed")
         return model
+    if best is not None and best.cache and cache is not False:
+        _load_cache(best, config, cache, _model_device(model))
     compiled = compile_module(model, compile_config)
     if warmup is not None:
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
     return compiled
+
+
+def _load_cache(best: BestConfig, config: Any, cache: Any, device: str) -> None:
+    from autotune.runtime import cache as shipped
+
+    assert best.cache is not None
+    if isinstance(cache, (str, os.PathLike)):
+        archive = Path(cache)
+    elif isinstance(config, (str, os.PathLike)):
+        archive = Path(config).parent / str(best.cache["path"])
+    else:
+        _log.info("autotune.apply: the config ships a cache, but no path says where it is")
+        return
+    why_not = shipped.load(best.cache, archive, device)
+    if why_not is None:
+        _log.info("autotune.apply: loaded the compile cache %s", archive)
+    else:
+        warnings.warn(
+            f"autotune.apply: the compile cache is not used: {why_not}; the model compiles "
+            "as without one.",
+            EnvironmentMismatchWarning,
+            stacklevel=3,
+        )
 
 
 def warm_up(model: torch.nn.Module, inputs: Any) -> tuple[int, float]:

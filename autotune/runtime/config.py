@@ -198,6 +198,8 @@ class BestConfig:
         model: The model fingerprint (``sha256``, ``parameters``, ``root_class``, ...).
         workload: What was measured (``kind``, ``device``, ``shapes``, ...).
         source: Where the result comes from (study, trial, storage).
+        cache: The compile cache shipped beside the file (``autotune search --save-cache``):
+            archive name, SHA-256, size and what it is valid for; None without one.
         created_at: ISO 8601 UTC timestamp.
         schema_version: Version of this file format.
         autotune_version: Version of autotune that wrote the file.
@@ -212,6 +214,7 @@ class BestConfig:
     model: dict[str, Any] = field(default_factory=dict)
     workload: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] | None = None
     created_at: str = field(default_factory=_utc_now)
     schema_version: int = SCHEMA_VERSION
     autotune_version: str = field(default_factory=_autotune_version)
@@ -229,8 +232,10 @@ class BestConfig:
         raw = self._raw()
         raw["config"] = None if self.config is None else self.config.to_dict()
         order = ["schema_version", "autotune_version", "decision", "reason", "config_hash"]
-        order += ["config", "metrics", "environment", "model", "workload", "source", "created_at"]
-        return {key: _json_copy(raw[key]) for key in order}
+        order += ["config", "metrics", "environment", "model", "workload", "source", "cache"]
+        order.append("created_at")
+        # A file without a cache has no "cache" key: older autotune versions read it.
+        return {key: _json_copy(raw[key]) for key in order if key != "cache" or raw[key]}
 
     def to_json(self) -> str:
         """Human-readable, diffable JSON (indent 2, trailing newline)."""

@@ -7,6 +7,7 @@ trials, and :func:`finalize` chooses the winner from the records and writes the 
 from __future__ import annotations
 
 from autotune.study._best import best_config
+from autotune.study._cache_export import export_cache
 from autotune.study._finalize import Decision, decide, finalist_candidates, finalize
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls
 from autotune.study._pareto import PickRule, front, parse_axes
@@ -31,6 +32,7 @@ __all__ = [
     "break_even_calls",
     "candidates",
     "decide",
+    "export_cache",
     "finalist_candidates",
     "finalize",
     "front",

@@ -4,7 +4,9 @@ some trials, per-shape latency in one, and a finished round of finalists."""
 
 from __future__ import annotations
 
+import sqlite3
 import zlib
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -38,15 +40,30 @@ def varied(spec: TrialSpec) -> TrialResult:
     return result
 
 
-@pytest.fixture
-def study_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, space_file, model_file) -> str:
-    """The storage URL of a finished 8-trial study named ``s``."""
-    scripted.use(monkeypatch, varied)
-    storage = f"sqlite:///{tmp_path}/study.db"
-    code = main([
-        "search", model_file("tiny"), "--space", space_file("aot_eager_16"), "--trials", "8",
-        "--storage", storage, "--study", STUDY, "--out", str(tmp_path / "best.json"),
-        "--device", "cpu", "--finalists", "2", "--measure-seconds", "0.2",
-    ])  # fmt: skip
+@pytest.fixture(scope="session")
+def _searched_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The database of one finished 8-trial study named ``s``, searched once per test run."""
+    folder = tmp_path_factory.mktemp("reports-study")
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    with pytest.MonkeyPatch.context() as mp:
+        scripted.use(mp, varied)
+        mp.setenv("XDG_CACHE_HOME", str(folder / "xdg-cache"))
+        code = main([
+            "search", str(fixtures / "models" / "tiny.py"),
+            "--space", str(fixtures / "spaces" / "aot_eager_16.toml"), "--trials", "8",
+            "--storage", f"sqlite:///{folder}/study.db", "--study", STUDY,
+            "--out", str(folder / "best.json"), "--device", "cpu", "--finalists", "2",
+            "--measure-seconds", "0.2",
+        ])  # fmt: skip
     assert code == 0
-    return storage
+    return folder / "study.db"
+
+
+@pytest.fixture
+def study_storage(_searched_study: Path, tmp_path: Path) -> str:
+    """The storage URL of a copy of that study, this test's own to change."""
+    # SQLite's backup copies what the write-ahead log holds too (a file copy would not).
+    with closing(sqlite3.connect(_searched_study)) as source:
+        with closing(sqlite3.connect(tmp_path / "study.db")) as copy:
+            source.backup(copy)
+    return f"sqlite:///{tmp_path}/study.db"

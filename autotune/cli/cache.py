@@ -1,0 +1,45 @@
+"""``autotune cache export best_config.json``: pack the compile cache of a file's winning
+config beside it, so that ``autotune.apply`` in a fresh process skips the cold compile."""
+
+from __future__ import annotations
+
+import argparse
+
+from autotune.cli import _options as options
+
+INTERRUPTED = "the best-config file was not changed."
+
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
+    p = options.add_subcommand(
+        sub,
+        "cache",
+        help="export the compile cache of a best-config file beside it (autotune.apply loads it)",
+        description="export: compile the file's config in a fresh process with an empty "
+        "Inductor cache, call it on the study's inputs (get_inputs of the model file), pack "
+        "the cache it filled as NAME.cache.tar.gz beside the file, and record its SHA-256, "
+        "size and the machine facts it is valid for (torch, triton, CUDA, Python, device, "
+        "CPU threads) in the file. `autotune search --save-cache` does the same after a "
+        "search.",
+    )
+    p.add_argument("action", choices=("export",), help="what to do")
+    p.add_argument("file", help="the best-config file (autotune search --out)")
+    p.add_argument(
+        "--model", metavar="PATH",
+        help="the model file (default: the path the file records, model.source)",
+    )  # fmt: skip
+    options.add_debug(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from autotune.runtime import ConfigError
+    from autotune.study import export_cache
+
+    try:
+        export_cache(args.file, args.model, on_note=lambda note: print(note, flush=True))
+    except ConfigError as exc:
+        from autotune.errors import UsageError
+
+        raise UsageError(f"{args.file} is not a valid best-config file: {exc}") from exc
+    return 0

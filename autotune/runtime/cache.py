@@ -1,0 +1,146 @@
+"""Compile caches shipped beside a best-config file, so that a fresh process's first call does
+not pay the whole cold compile (torch and the standard library only).
+
+The cache is the Inductor cache directory of one process that compiled the winning config
+and called it on the study's inputs (FX graph cache, the C++ or Triton kernels g++ or Triton
+built, autotuning results), packed as ``NAME.cache.tar.gz``; on CUDA it also holds the
+mega-cache (``torch.compiler.save_cache_artifacts``). The file records the archive's SHA-256
+and size, and the machine facts the cached code depends on. The archive holds pickles and
+shared objects that run when loaded, so an archive whose hash differs is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+KIND = "inductor-cache-dir"
+MEGACACHE = "megacache.bin"  # CUDA: torch.compiler.save_cache_artifacts() bytes, at the root
+_CHUNK = 1 << 20
+
+
+class CacheRefusedError(ValueError):
+    """A shipped cache failed its integrity check: it is not loaded."""
+
+
+def validity_keys(device: str) -> dict[str, Any]:
+    """What cached compiled code depends on: torch, triton, CUDA, Python, the device, and on
+    CPU the thread count (it is part of Inductor's FX graph cache key)."""
+    from autotune.runtime.fingerprint import environment_fingerprint
+
+    env = environment_fingerprint(device)
+    keys = {k: env.get(k) for k in ("torch", "triton", "cuda", "python", "device_name")}
+    if not device.startswith("cuda"):
+        keys["threads"] = torch.get_num_threads()
+    return keys
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def pack(folder: str | os.PathLike[str], archive: str | os.PathLike[str]) -> dict[str, Any]:
+    """Packs the cache directory ``folder`` into ``archive`` (tar.gz, regular files only);
+    returns what the best-config file records of it (without ``valid_for``)."""
+    root = Path(folder)
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink() and not path.name.endswith(".lock"):
+                tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
+    return {
+        "kind": KIND,
+        "path": Path(archive).name,
+        "sha256": sha256_of(archive),
+        "bytes": os.path.getsize(archive),
+    }
+
+
+def mismatches(valid_for: dict[str, Any], device: str) -> list[str]:
+    """How this machine differs from what the cache is valid for, one line per key."""
+    here = validity_keys(device)
+    return [
+        f"{key}: cached for {want!r}, running with {here.get(key)!r}"
+        for key, want in sorted(valid_for.items())
+        if key in here and here[key] != want
+    ]
+
+
+def load(entry: dict[str, Any], archive: Path, device: str) -> str | None:
+    """Loads the cache ``entry`` (the file's ``cache`` object) from ``archive`` into this
+    process's Inductor cache directory, when it is valid here.
+
+    Returns:
+        None when it was loaded; else why not, in one line (missing, or made for another
+        torch, device or thread count): the model then compiles as without a cache.
+
+    Raises:
+        CacheRefusedError: The archive's SHA-256 is not the one the file records, or it holds
+            a path that would land outside the cache directory.
+    """
+    if not archive.is_file():
+        return f"the cache {archive} named by the file is not there"
+    actual = sha256_of(archive)
+    if actual != entry.get("sha256"):
+        raise CacheRefusedError(
+            f"The compile cache {archive} has SHA-256 {actual[:16]}…, but the best-config file "
+            f"records {str(entry.get('sha256'))[:16]}…: it was changed or replaced after it "
+            "was written. It is not loaded, since a cache holds pickles and shared objects that "
+            "run when loaded. Export it again (autotune cache export), or pass cache=False to "
+            "compile without it."
+        )
+    different = mismatches(dict(entry.get("valid_for") or {}), device)
+    if different:
+        return "the cache was made elsewhere (" + "; ".join(different) + ")"
+    _extract(archive, Path(_cache_dir()), device)
+    return None
+
+
+def _cache_dir() -> str:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return str(cache_dir())
+
+
+def _extract(archive: Path, target: Path, device: str) -> None:
+    """Copies the archive's files into ``target``, keeping files already there (same key,
+    same content); CUDA's mega-cache is handed to torch."""
+    with (
+        tempfile.TemporaryDirectory(prefix="autotune-cache-") as tmp,
+        tarfile.open(archive) as tar,
+    ):
+        members = tar.getmembers()
+        for member in members:
+            name = Path(member.name)
+            if not member.isfile() or name.is_absolute() or ".." in name.parts:
+                raise CacheRefusedError(
+                    f"The compile cache {archive} holds {member.name!r}, which is not a plain "
+                    "file inside the cache: it is not loaded. Export the cache again."
+                )
+        if sys.version_info >= (3, 12):
+            tar.extractall(tmp, members=members, filter="data")
+        else:  # members checked above: plain files with relative paths
+            tar.extractall(tmp, members=members)  # noqa: S202
+        source = Path(tmp)
+        mega = source / MEGACACHE
+        if mega.is_file():
+            if device.startswith("cuda"):
+                torch.compiler.load_cache_artifacts(mega.read_bytes())
+            mega.unlink()
+        for path in source.rglob("*"):
+            if path.is_file():
+                dest = target / path.relative_to(source)
+                if not dest.exists():
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, dest)

@@ -1,0 +1,100 @@
+"""A fresh process's first call (import, apply, first forward) with and without the compile
+cache shipped beside a best-config file (issue 15's goal: with the cache <= 0.3x without).
+
+    python benchmarks/warm_start.py studies/convnet.py best_config.json [--repeats 3]
+    python benchmarks/warm_start.py studies/bert_tiny.py bert.json --default-compile
+
+With --default-compile the file is first written with default torch.compile for the model
+(and its cache exported): the cache's effect does not depend on which config won a search.
+
+Each run is a new Python process with a new, empty Inductor cache directory, so "without"
+is a cold compile as on a newly deployed machine, and "with" loads only the shipped archive.
+The file must carry a cache (autotune search --save-cache, or autotune cache export).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+_CHILD = r"""
+import json, sys, time
+started = time.perf_counter()
+import torch
+import autotune
+from autotune.workload import build_calls, build_model, load_model_file
+model_path, best_path, use_cache = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+best = autotune.load(best_path)
+module = load_model_file(model_path)
+torch.manual_seed(int(best.workload.get("seed") or 0))
+model = build_model(module, "cpu").eval()
+calls = build_calls(module, "cpu")
+imported = time.perf_counter()
+with torch.no_grad():
+    fast = autotune.apply(model, best_path, cache=use_cache)
+    applied = time.perf_counter()
+    call = calls[0]
+    fast(*call.args, **call.kwargs)
+done = time.perf_counter()
+print(json.dumps({"first_output_s": done - started, "apply_s": applied - imported,
+                  "first_call_s": done - applied}))
+"""
+
+
+def run(model: str, best: str, cache: bool) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="warm-start-") as tmp:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tmp)
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, model, best, "1" if cache else "0"],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("best")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--default-compile",
+        action="store_true",
+        help="write BEST with default torch.compile and export its cache first",
+    )
+    args = parser.parse_args()
+    if args.default_compile:
+        from autotune.runtime import BestConfig, CompileConfig
+        from autotune.study import export_cache
+
+        BestConfig(
+            decision="compile",
+            reason="default torch.compile (benchmark)",
+            config=CompileConfig(),
+            model={"source": os.path.abspath(args.model)},
+            workload={"kind": "infer", "device": "cpu", "seed": 0},
+        ).dump(args.best)
+        export_cache(args.best)
+    results: dict[str, list[dict[str, float]]] = {"without": [], "with": []}
+    for _ in range(args.repeats):  # interleaved: drift on a shared machine hits both alike
+        results["without"].append(run(args.model, args.best, cache=False))
+        results["with"].append(run(args.model, args.best, cache=True))
+    median = {k: statistics.median(r["first_output_s"] for r in v) for k, v in results.items()}
+    print(json.dumps({"model": args.model, "config": autotune_brief(args.best), "runs": results,
+                      "median_first_output_s": median,
+                      "ratio": median["with"] / median["without"]}, indent=1))  # fmt: skip
+
+
+def autotune_brief(best: str) -> str:
+    import autotune
+
+    config = autotune.load(best).config
+    return config.brief() if config is not None else "do not compile"
+
+
+if __name__ == "__main__":
+    main()

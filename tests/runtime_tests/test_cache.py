@@ -1,0 +1,145 @@
+"""Compile caches shipped beside a best-config file: loaded when valid here, skipped with a
+warning when made elsewhere, refused when changed."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+import autotune
+from autotune.runtime import BestConfig, CompileConfig, ConfigError, EnvironmentMismatchWarning
+from autotune.runtime.cache import CacheRefusedError, pack, validity_keys
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+@pytest.fixture
+def inductor_dir(tmp_path, monkeypatch) -> Path:
+    """This process's Inductor cache directory for the test (read on every call)."""
+    target = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(target))
+    return target
+
+
+def _shipped(tmp_path: Path, **valid_for: object) -> Path:
+    """A best-config file with a cache beside it holding one marker file."""
+    source = tmp_path / "filled"
+    (source / "ab").mkdir(parents=True)
+    (source / "ab" / "kernel.so").write_bytes(b"compiled")
+    best = tmp_path / "best.json"
+    entry = pack(source, tmp_path / "best.cache.tar.gz")
+    entry["valid_for"] = {**validity_keys("cpu"), **valid_for}
+    BestConfig(decision="compile", reason="r", config=CompileConfig(backend="eager"),
+               cache=entry).dump(best)  # fmt: skip
+    return best
+
+
+def test_a_valid_cache_is_loaded_into_the_inductor_cache(tmp_path, inductor_dir, caplog):
+    best = _shipped(tmp_path)
+    caplog.set_level(logging.INFO, logger="autotune")
+
+    autotune.apply(torch.nn.Linear(4, 4), best)
+
+    assert (inductor_dir / "ab" / "kernel.so").read_bytes() == b"compiled"
+    assert "loaded the compile cache" in caplog.text
+    assert autotune.load(best).cache["sha256"] == json.loads(best.read_text())["cache"]["sha256"]
+
+
+def test_a_changed_cache_is_refused_and_nothing_is_loaded(tmp_path, inductor_dir):
+    best = _shipped(tmp_path)
+    with open(tmp_path / "best.cache.tar.gz", "ab") as f:
+        f.write(b"\0")
+
+    with pytest.raises(CacheRefusedError, match="changed or replaced after it was written"):
+        autotune.apply(torch.nn.Linear(4, 4), best)
+
+    assert not (inductor_dir / "ab").exists()
+
+
+def test_a_cache_made_for_another_torch_is_skipped_with_a_warning(tmp_path, inductor_dir):
+    best = _shipped(tmp_path, torch="1.0.0")
+
+    with pytest.warns(EnvironmentMismatchWarning, match="torch: cached for '1.0.0'"):
+        model = autotune.apply(torch.nn.Linear(4, 4), best, check_environment=False)
+
+    assert not (inductor_dir / "ab").exists()
+    assert model(torch.randn(2, 4)).shape == (2, 4)  # compiled as without a cache
+
+
+def test_cache_false_ignores_it(tmp_path, inductor_dir, recwarn):
+    best = _shipped(tmp_path, torch="1.0.0")
+
+    autotune.apply(torch.nn.Linear(4, 4), best, cache=False, check_environment=False)
+
+    assert not (inductor_dir / "ab").exists() and not recwarn.list
+
+
+def test_an_archive_reaching_outside_the_cache_is_refused(tmp_path, inductor_dir):
+    best = _shipped(tmp_path)
+    archive = tmp_path / "best.cache.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("../escaped.so")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"bad"))
+    data = json.loads(best.read_text())
+    data["cache"]["sha256"] = __import__("hashlib").sha256(archive.read_bytes()).hexdigest()
+    best.write_text(json.dumps(data))
+
+    with pytest.raises(CacheRefusedError, match="not a plain file inside the cache"):
+        autotune.apply(torch.nn.Linear(4, 4), best)
+
+    assert not (tmp_path / "escaped.so").exists()
+
+
+def test_a_malformed_cache_entry_is_a_config_error(tmp_path):
+    best = _shipped(tmp_path)
+    data = json.loads(best.read_text())
+    data["cache"]["sha256"] = "not-a-digest"
+    data["cache"]["path"] = "../elsewhere.tar.gz"
+
+    with pytest.raises(ConfigError, match=r"cache\.sha256.*\n.*cache\.path|cache\.path.*\n.*sha"):
+        BestConfig.from_dict(data)
+
+
+@pytest.mark.slow
+def test_an_exported_cache_makes_a_fresh_process_hit_the_fx_graph_cache(tmp_path):
+    """The whole path with real Inductor: export from a file, then a fresh process with an
+    empty cache directory loads the archive and compiles from it, without g++."""
+    from autotune.study import export_cache
+
+    model = tmp_path / "tiny.py"
+    shutil.copy(FIXTURES / "models" / "tiny.py", model)
+    best = tmp_path / "best.json"
+    BestConfig(decision="compile", reason="r", config=CompileConfig(),
+               model={"source": str(model)},
+               workload={"kind": "infer", "device": "cpu", "seed": 0}).dump(best)  # fmt: skip
+
+    export_cache(best)
+
+    shipped = autotune.load(best).cache
+    assert shipped and (tmp_path / shipped["path"]).stat().st_size == shipped["bytes"]
+    code = f"""
+import torch, autotune
+from torch._dynamo.utils import counters
+from autotune.workload import build_calls, build_model, load_model_file
+module = load_model_file({str(model)!r})
+m = build_model(module, "cpu").eval()
+(call,) = build_calls(module, "cpu")
+with torch.no_grad():
+    autotune.apply(m, {str(best)!r})(*call.args)
+print(counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"])
+"""
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "fresh"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    hits, misses = map(int, done.stdout.split()[-2:])
+    assert (hits, misses) == (1, 0), done.stderr[-2000:]
