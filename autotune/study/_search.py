@@ -352,15 +352,24 @@ class Search:
         """The trial's record, or None when it must not count: the run was stopped, or the
         timeout cut its compile budget short (a ``timeout`` then says nothing of the config)."""
         baseline = trial.user_attrs.get(BASELINE_ATTR)
-        with self._timed("suggest"):  # the sampler reads the study: a restart is ridden out
-            batch = retrying(lambda: self._batch_for(trial), on_retry=self._note_unreachable)
-            config = retrying(
-                lambda: self._config_for(trial, baseline), on_retry=self._note_unreachable
+        try:
+            with self._timed("suggest"):  # the sampler reads the study: a restart is ridden out
+                batch = retrying(lambda: self._batch_for(trial), on_retry=self._note_unreachable)
+                config = retrying(
+                    lambda: self._config_for(trial, baseline), on_retry=self._note_unreachable
+                )
+            key = trial_key(config, batch)
+            self._db(lambda: trial.set_user_attr(KEY_ATTR, key))
+        except optuna.exceptions.UpdateFinishedTrialError:
+            # Cut off from the database past the grace period, this process's trial was failed
+            # as stale by another one (and re-queued) before its configuration was drawn.
+            self.on_note(
+                f"trial {trial.number} was failed by another process while this one could not "
+                "reach the database; it is left to the retry that process queued"
             )
-        key = trial_key(config, batch)
+            return None
         label = f"[{baseline}] " if baseline else ""
         self.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")
-        self._db(lambda: trial.set_user_attr(KEY_ATTR, key))
         reused = self._reuse(trial, key)
         if reused is not None:
             result, duplicate_of = reused
