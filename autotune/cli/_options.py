@@ -215,6 +215,14 @@ def add_study(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--study", required=True, metavar="NAME", help=help)
 
 
+def add_for_device(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--for-device", metavar="NAME",
+        help="when the study's trials ran on several kinds of hardware: the device name the "
+        "file is for (default: this machine's)",
+    )  # fmt: skip
+
+
 def require_folder(option: str, path: str) -> None:
     """Refuses a file to write whose folder does not exist, before any work is done."""
     folder = os.path.dirname(os.path.abspath(path))

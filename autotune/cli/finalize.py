@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "settings decide everything (objective, --pick rule, how many finalists); finalists "
         "measured before are used as recorded unless --remeasure.",
     )
-    p.add_argument("--study", required=True, metavar="NAME", help="the study to finalize")
+    options.add_study(p, "the study to finalize")
     options.add_storage(p)
     options.add_out(p)
     p.add_argument(
@@ -35,11 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         metavar="SECONDS",
         help="wall clock for the finalists; with too little, they are skipped with a note",
     )
-    p.add_argument(
-        "--for-device", metavar="NAME",
-        help="when the study's trials ran on several kinds of hardware: the device name the "
-        "file is for (default: this machine's)",
-    )  # fmt: skip
+    options.add_for_device(p)
     options.add_device(p, "where the finalists run (default: the study's)")
     p.add_argument(
         "--model", metavar="PATH",

@@ -191,11 +191,7 @@ def _how(p: argparse.ArgumentParser) -> None:
         help="only create the study (settings, baselines queued) and run no trial: start "
         "`autotune worker` processes, then `autotune finalize` (the Slurm/Kubernetes create step)",
     )  # fmt: skip
-    p.add_argument(
-        "--for-device", metavar="NAME",
-        help="when the study's trials ran on several kinds of hardware: the device name the "
-        "file is for (default: this machine's)",
-    )  # fmt: skip
+    options.add_for_device(p)
 
 
 def run(args: argparse.Namespace) -> int:

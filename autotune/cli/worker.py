@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "from the study; the worker checks that its torch, triton and model file are the "
         "study's. SIGTERM fails the running trial (another worker retries it) and exits 0.",
     )
-    p.add_argument("--study", required=True, metavar="NAME", help="the study to join")
+    options.add_study(p, "the study to join")
     options.add_storage(p)
     p.add_argument(
         "--model", metavar="PATH",
