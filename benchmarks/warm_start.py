@@ -1,15 +1,19 @@
-"""A fresh process's first call (import, apply, first forward) with and without the compile
-cache shipped beside a best-config file (issue 15's goal: with the cache <= 0.3x without).
+"""A fresh process's first call (import, apply, first forward) without anything shipped, with
+the compile cache, and with the AOTInductor package shipped beside a best-config file (issue
+15's goal: with what is shipped <= 0.3x without).
 
     python benchmarks/warm_start.py studies/convnet.py best_config.json [--repeats 3]
     python benchmarks/warm_start.py studies/bert_tiny.py bert.json --default-compile
 
 With --default-compile the file is first written with default torch.compile for the model
-(and its cache exported): the cache's effect does not depend on which config won a search.
+(and its cache and package exported): their effect does not depend on which config won a
+search.
 
 Each run is a new Python process with a new, empty Inductor cache directory, so "without"
-is a cold compile as on a newly deployed machine, and "with" loads only the shipped archive.
-The file must carry a cache (autotune search --save-cache, or autotune cache export).
+is a cold compile as on a newly deployed machine, "cache" loads only the shipped archive, and
+"aot" loads the package (where the file has one; the row is left out otherwise). The file
+must carry a cache (autotune search --save-cache [--save-aot], or autotune cache export
+[--aot]).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 _CHILD = r"""
 import json, sys, time
@@ -28,29 +33,33 @@ started = time.perf_counter()
 import torch
 import autotune
 from autotune.workload import build_calls, build_model, load_model_file
-model_path, best_path, use_cache = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+from pathlib import Path
+model_path, best_path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 best = autotune.load(best_path)
+# "cache": the archive alone (a path loads it and no package); "aot": whatever the file ships
+use = {"none": False, "cache": str(Path(best_path).parent / str((best.cache or {}).get("path"))),
+       "aot": True}[mode]
 module = load_model_file(model_path)
 torch.manual_seed(int(best.workload.get("seed") or 0))
 model = build_model(module, "cpu").eval()
 calls = build_calls(module, "cpu")
 imported = time.perf_counter()
 with torch.no_grad():
-    fast = autotune.apply(model, best_path, cache=use_cache)
+    fast = autotune.apply(model, best_path, cache=use)
     applied = time.perf_counter()
     call = calls[0]
     fast(*call.args, **call.kwargs)
 done = time.perf_counter()
 print(json.dumps({"first_output_s": done - started, "apply_s": applied - imported,
-                  "first_call_s": done - applied}))
+                  "first_call_s": done - applied, "served_by": type(fast).__name__}))
 """
 
 
-def run(model: str, best: str, cache: bool) -> dict[str, float]:
+def run(model: str, best: str, mode: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="warm-start-") as tmp:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tmp)
         done = subprocess.run(
-            [sys.executable, "-c", _CHILD, model, best, "1" if cache else "0"],
+            [sys.executable, "-c", _CHILD, model, best, mode],
             env=env, capture_output=True, text=True, check=True,
         )  # fmt: skip
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -78,15 +87,18 @@ def main() -> None:
             model={"source": os.path.abspath(args.model)},
             workload={"kind": "infer", "device": "cpu", "seed": 0},
         ).dump(args.best)
-        export_cache(args.best)
-    results: dict[str, list[dict[str, float]]] = {"without": [], "with": []}
-    for _ in range(args.repeats):  # interleaved: drift on a shared machine hits both alike
-        results["without"].append(run(args.model, args.best, cache=False))
-        results["with"].append(run(args.model, args.best, cache=True))
+        export_cache(args.best, aot=True, on_note=lambda note: print(note, file=sys.stderr))
+    import autotune
+
+    modes = ["none", "cache"] + (["aot"] if autotune.load(args.best).aot else [])
+    results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    for _ in range(args.repeats):  # interleaved: drift on a shared machine hits all alike
+        for mode in modes:
+            results[mode].append(run(args.model, args.best, mode))
     median = {k: statistics.median(r["first_output_s"] for r in v) for k, v in results.items()}
+    ratios = {k: median[k] / median["none"] for k in modes if k != "none"}
     print(json.dumps({"model": args.model, "config": autotune_brief(args.best), "runs": results,
-                      "median_first_output_s": median,
-                      "ratio": median["with"] / median["without"]}, indent=1))  # fmt: skip
+                      "median_first_output_s": median, "ratio": ratios}, indent=1))  # fmt: skip
 
 
 def autotune_brief(best: str) -> str:

@@ -20,6 +20,7 @@ from autotune.cli import _study_file
 from autotune.cli import cache as cache
 from autotune.cli import export as export
 from autotune.cli import finalize as finalize
+from autotune.cli import merge as merge
 from autotune.cli import report as report
 from autotune.cli import search as search
 from autotune.cli import show as show
@@ -42,6 +43,7 @@ COMMANDS: dict[str, ModuleType] = {
     "export": export,
     "show": show,
     "cache": cache,
+    "merge": merge,
     "spaces": spaces,
     "verify": verify,
 }

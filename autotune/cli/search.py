@@ -102,7 +102,14 @@ def _budgets(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--save-cache", action="store_true",
         help="after writing the file, export the compile cache of its config beside it "
-        "(NAME.cache.tar.gz): autotune.apply then loads it and skips the cold compile",
+        "(NAME.DEVICE.cache.tar.gz): autotune.apply then loads it and skips the cold compile",
+    )  # fmt: skip
+    p.add_argument(
+        "--save-aot", action="store_true",
+        help="after writing the file, package the whole model with AOTInductor beside it "
+        "(NAME.DEVICE.pt2), checked against eager first: autotune.apply then loads it and "
+        "compiles nothing; written only when the winner compiles the whole model as one "
+        "graph (a note says why not otherwise)",
     )  # fmt: skip
     p.add_argument(
         "--remeasure", action="store_true",
@@ -236,13 +243,14 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     print(terminal.decision(decision, args.out), flush=True)
-    if args.save_cache:
+    if args.save_cache or args.save_aot:
         if decision.best.decision != "compile":
             print("No compile cache was exported: the file decides not to compile.", flush=True)
         else:
             from autotune.study import export_cache
 
-            export_cache(args.out, search.local.model_path, on_note=progress.note)
+            export_cache(args.out, search.local.model_path, on_note=progress.note,
+                         cache=args.save_cache, aot=args.save_aot)  # fmt: skip
     return 0
 
 

@@ -21,7 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "dynamic and fullgraph, every knob it sets beyond the mode's preset with what the "
         "knob does, the workload and shapes it was tuned for, its claimed speedups with their "
         "spread, cold and warm compile time and break-even calls, where and when it was "
-        "tuned, and whether this machine matches it. Nothing is compiled or measured.",
+        "tuned, and whether this machine matches it; for a file with entries for several "
+        "machines, each entry and which one autotune.apply uses here. Nothing is compiled or "
+        "measured.",
     )
     p.add_argument("file", help="the best-config file (autotune search --out)")
     p.add_argument("--json", action="store_true", help="print the same facts as JSON")
@@ -30,12 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autotune.reports.show import explain, render
-    from autotune.runtime import ConfigError, load
+    from autotune.reports.show import explain, explain_file, render, render_file
+    from autotune.runtime import ConfigError, ConfigFile
     from autotune.runtime.fingerprint import environment_fingerprint
 
     try:
-        best = load(args.file)
+        file = ConfigFile.load(args.file)
     except FileNotFoundError:
         raise UsageError(
             f"The best-config file {args.file} does not exist; pass the path "
@@ -43,10 +45,17 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     except ConfigError as exc:
         raise UsageError(f"{args.file} is not a valid best-config file: {exc}") from exc
-    device = str(best.environment.get("device") or "cpu")
-    here = environment_fingerprint("cpu" if not device.startswith("cuda") else _cuda(device))
-    facts = explain(best, args.file, here)
-    print(json.dumps(facts, indent=2, default=str) if args.json else render(facts))
+    devices = [str(e.environment.get("device") or "cpu") for e in file.entries]
+    cuda = next((d for d in devices if d.startswith("cuda")), None)
+    # This machine as apply sees it: its GPU where the file has a GPU entry and CUDA is here.
+    here = environment_fingerprint(_cuda(cuda) if cuda else "cpu")
+    if len(file.entries) == 1:
+        facts = explain(file.entries[0], args.file, here)
+        text = render(facts)
+    else:
+        facts = explain_file(file.entries, args.file, here)
+        text = render_file(facts)
+    print(json.dumps(facts, indent=2, default=str) if args.json else text)
     return 0
 
 

@@ -12,7 +12,7 @@ from autotune.cli import _options as options
 from autotune.errors import UsageError
 
 if TYPE_CHECKING:
-    from autotune.runtime.config import BestConfig
+    from autotune.runtime.config import BestConfig, ConfigFile
 
 INTERRUPTED = "verify stopped; nothing was written."
 
@@ -27,7 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "the file's config, each in a fresh process with an empty kernel cache, and compare "
         "with the speedups the file claims. Exit code 0: the claims hold; 1: the config is "
         "slower than claimed beyond the noise, incorrect or broken, or (do_not_compile file) "
-        "default torch.compile is now reliably faster than eager; 2: bad input.",
+        "default torch.compile is now reliably faster than eager; 2: bad input. A file with "
+        "entries for several machines is verified on the entry for this one (as "
+        "autotune.apply picks it).",
     )
     p.add_argument("best_config", help="the best-config file written by `autotune search`")
     p.add_argument("model", help="the model file it was tuned for")
@@ -70,17 +72,18 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``autotune verify``; returns the verdict's exit code (bad input: UsageError)."""
     from autotune._device import resolve_device
     from autotune.reports.verify import progress, render
-    from autotune.runtime.config import BestConfig, CompileConfig, ConfigError
+    from autotune.runtime.config import CompileConfig, ConfigError, ConfigFile
     from autotune.trials import SubprocessRunner
     from autotune.verify import plan_measurements, verify
     from autotune.workload import load_model_file
 
     try:
-        best = BestConfig.load(args.best_config)
+        file = ConfigFile.load(args.best_config)
     except ConfigError as exc:
         remedy = "" if "autotune search" in str(exc) else ". Pass a file `autotune search` wrote."
         raise UsageError(f"{exc}{remedy}") from exc
     load_model_file(args.model)
+    best = _entry_here(file, args.device, args.best_config)
     device = resolve_device(
         args.device,
         fallback=str(best.workload.get("device") or "cpu"),
@@ -107,6 +110,27 @@ def run(args: argparse.Namespace) -> int:
         runner.close()
     print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
     return report.exit_code
+
+
+def _entry_here(file: ConfigFile, device: str | None, path: str) -> BestConfig:
+    """The entry of ``file`` for this machine, as :func:`autotune.apply` would pick it; a
+    line on stderr says so when it is not this machine's own."""
+    if len(file.entries) == 1:
+        return file.entries[0]
+    import torch
+
+    from autotune.runtime.fingerprint import environment_fingerprint
+    from autotune.runtime.select import choose
+
+    if device is None:
+        gpu = any(str(e.workload.get("device", "")).startswith("cuda") for e in file.entries)
+        device = "cuda" if gpu and torch.cuda.is_available() else "cpu"
+    choice = choose(file.entries, environment_fingerprint(device))
+    if choice.entry is None:
+        raise UsageError(f"{path}: {choice.why}.")
+    if not choice.exact:
+        print(f"verify: {choice.why}.", file=sys.stderr, flush=True)
+    return choice.entry
 
 
 def _heading(args: argparse.Namespace, best: BestConfig, seed: int) -> str:

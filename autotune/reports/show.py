@@ -54,7 +54,8 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
             {"knob": knob, "value": value, "meaning": meanings.get(knob)}
             for knob, value in set_knobs(config)
         ]
-    facts["cache"] = _cache(best, path, here is not None)
+    facts["cache"] = _artifact(best, best.cache, path, here is not None)
+    facts["aot"] = _artifact(best, best.aot, path, here is not None)
     if here is not None:
         facts["here"] = {
             "environment": {k: here.get(k) for k in ("device_name", "torch", "triton", "cuda")},
@@ -73,6 +74,50 @@ def set_knobs(config: CompileConfig) -> list[tuple[str, Any]]:
              if k not in preset or preset[k] != v]  # fmt: skip
     knobs += [(f"dynamo.{k}", v) for k, v in sorted(config.dynamo.items())]
     return knobs
+
+
+def explain_file(
+    entries: list[BestConfig], path: str, here: dict[str, Any] | None
+) -> dict[str, Any]:
+    """:func:`explain` for each entry of a file of several, and which entry
+    :func:`autotune.apply` would use on this machine (``here``)."""
+    from autotune.runtime.config import entry_label
+    from autotune.runtime.select import choose
+
+    facts: dict[str, Any] = {
+        "file": path,
+        "entries": [
+            {"machine": entry_label(entry), **explain(entry, path, here)} for entry in entries
+        ],
+    }
+    if here is not None:
+        choice = choose(entries, here)
+        facts["applies_here"] = {
+            "entry": None if choice.entry is None else entries.index(choice.entry),
+            "match": choice.match,
+            "why": choice.why,
+        }
+    return facts
+
+
+def render_file(facts: dict[str, Any]) -> str:
+    """:func:`explain_file`'s facts in words: a paragraph on the file, then each entry."""
+    entries = facts["entries"]
+    lines = [f"{facts['file']}: {len(entries)} entries, one per machine (device, torch):"]
+    lines += [f"  {i + 1}. {e['machine']}" for i, e in enumerate(entries)]
+    here = facts.get("applies_here")
+    if here is not None:
+        if here["entry"] is None:
+            lines.append(f"Here: {here['why']}; autotune.apply returns the model uncompiled.")
+        elif here["match"] in ("exact", "unknown"):
+            lines.append(f"Here: autotune.apply uses entry {here['entry'] + 1}.")
+        else:
+            lines.append(f"Here: autotune.apply uses entry {here['entry'] + 1}: {here['why']}.")
+    text = fit("\n".join(lines), _WIDTH)
+    for i, entry in enumerate(entries):
+        rule = f"--- entry {i + 1} of {len(entries)}: {entry['machine']} "
+        text += "\n\n" + rule + "-" * max(0, _WIDTH - len(rule)) + "\n" + render(entry)
+    return text
 
 
 def render(facts: dict[str, Any]) -> str:
@@ -191,29 +236,52 @@ def _origin(facts: dict[str, Any]) -> list[str]:
     )
     model = facts["model"]
     if model:
+        count = model.get("parameters")
+        size = f"{count:,} parameters" if isinstance(count, int) else "parameters not recorded"
         lines.append(
-            f"  model {model.get('root_class')} ({model.get('parameters'):,} parameters, "
-            f"structure {model.get('sha256')}) from {model.get('source')}"
+            f"  model {model.get('root_class')} ({size}, structure {model.get('sha256')}) from "
+            f"{model.get('source')}"
         )
     lines.append(_cache_line(facts["cache"]))
+    if facts.get("aot"):
+        lines.append(_aot_line(facts["aot"]))
     return lines
 
 
-def _cache(best: BestConfig, path: str, compare: bool) -> dict[str, Any] | None:
-    """The shipped cache, whether its archive is beside the file, and how this machine
+def _artifact(
+    best: BestConfig, artifact: dict[str, Any] | None, path: str, compare: bool
+) -> dict[str, Any] | None:
+    """A shipped cache or package, whether it is beside the file, and how this machine
     differs from what it is valid for (with ``compare``)."""
-    if not best.cache:
+    if not artifact:
         return None
     from pathlib import Path
 
     from autotune.runtime.cache import mismatches
 
-    entry = dict(best.cache)
+    entry = dict(artifact)
     entry["present"] = (Path(path).parent / str(entry.get("path"))).is_file()
     if compare:
         device = str(best.workload.get("device") or "cpu")
         entry["mismatches_here"] = mismatches(dict(entry.get("valid_for") or {}), device)
     return entry
+
+
+def _aot_line(aot: dict[str, Any]) -> str:
+    valid = aot.get("valid_for") or {}
+    text = (
+        f"AOTInductor package: {aot['path']} ({aot['bytes'] / 2**20:.1f} MiB, sha256 "
+        f"{str(aot['sha256'])[:16]}…), the whole model compiled ahead of time, weights taken "
+        f"from the model at load; valid for torch {valid.get('torch')} on "
+        f"{valid.get('device_name')}"
+    )
+    if not aot["present"]:
+        return text + "; the package is not beside the file: the cache or a compile serves."
+    if "mismatches_here" not in aot:
+        return text + "."
+    if aot["mismatches_here"]:
+        return text + "; not valid here (" + "; ".join(aot["mismatches_here"]) + ")."
+    return text + "; valid here: autotune.apply loads it and compiles nothing."
 
 
 def _cache_line(cache: dict[str, Any] | None) -> str:

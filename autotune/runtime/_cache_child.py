@@ -1,10 +1,12 @@
 """The process that fills a compile cache for export (``autotune cache export``): it compiles
-a best-config file's config on the study's inputs and prints the cache's validity keys.
+one entry of a best-config file on the study's inputs, optionally packages it with
+AOTInductor, and prints the validity keys (and the package's record) as one JSON line.
 
 It imports what production imports (torch and autotune's runtime path) and nothing of the
 search: the cached graphs must have the keys a production process computes.
 
-    TORCHINDUCTOR_CACHE_DIR=DIR python -m autotune.runtime._cache_child BEST MODEL DEVICE
+    TORCHINDUCTOR_CACHE_DIR=DIR python -m autotune.runtime._cache_child \
+        BEST INDEX MODEL DEVICE [PT2 [CACHE: 0 or 1]]
 """
 
 from __future__ import annotations
@@ -12,31 +14,59 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from autotune.runtime.apply import apply
 from autotune.runtime.cache import MEGACACHE, validity_keys
-from autotune.runtime.config import BestConfig
+from autotune.runtime.config import ConfigFile
 from autotune.workload import build_calls, build_model, load_model_file
 
 
-def main(best_path: str, model_path: str, device: str) -> None:
-    best = BestConfig.load(best_path)
+def main(
+    best_path: str, index: str, model_path: str, device: str, package: str = "", cache: str = "1"
+) -> None:
+    best = ConfigFile.load(best_path).entries[int(index)]
+    assert best.config is not None
     module = load_model_file(model_path)
     torch.manual_seed(int(best.workload.get("seed") or 0))
     model = build_model(module, device).eval()
     calls = build_calls(module, device, best.workload.get("batch_size"))
-    with torch.no_grad():
-        apply(model, best_path, check_environment=False, cache=False,
-              warmup=[call.kwargs or call.args for call in calls])  # fmt: skip
-    if device.startswith("cuda"):
+    if cache == "1":
+        with torch.no_grad():
+            apply(model, best, check_environment=False, cache=False,
+                  warmup=[call.kwargs or call.args for call in calls])  # fmt: skip
+    if cache == "1" and device.startswith("cuda"):
         artifacts = torch.compiler.save_cache_artifacts()
         if artifacts is not None:
             Path(os.environ["TORCHINDUCTOR_CACHE_DIR"], MEGACACHE).write_bytes(artifacts[0])
-    print(json.dumps(validity_keys(device), sort_keys=True))
+    facts: dict[str, Any] = {"valid_for": validity_keys(device)}
+    if package:
+        from autotune.runtime import aot
+
+        # A fresh model (the compiled one's modules were swapped in place by a regional
+        # scope) and its own cache directory: the package's compile must not land in the
+        # cache being exported.
+        torch.manual_seed(int(best.workload.get("seed") or 0))
+        eager = build_model(module, device).eval()
+        breaks = best.metrics.get("graph_breaks")
+        why = aot.why_not_packaged(best.config, calls, None if breaks is None else int(breaks))
+        if why is None:
+            with tempfile.TemporaryDirectory(prefix="autotune-aot-") as tmp:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = tmp
+                try:
+                    facts["aot"] = aot.build_package(
+                        eager, calls, best.config, Path(package),
+                        relaxed=bool(best.workload.get("relaxed_numerics")),
+                    )  # fmt: skip
+                except aot.PackageError as e:
+                    why = str(e)
+        facts["aot_skipped"] = why
+    print(json.dumps(facts, sort_keys=True))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:7])

@@ -14,8 +14,12 @@ from typing import Any
 
 COMPILE_KEYS = ("backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "scope")
 BEST_REQUIRED = ("schema_version", "autotune_version", "decision", "reason", "config")
-BEST_OPTIONAL = ("config_hash", "metrics", "environment", "model", "workload", "source", "cache")
+BEST_OPTIONAL = (
+    "config_hash", "metrics", "environment", "model", "workload", "source", "cache", "aot"
+)  # fmt: skip
 CACHE_KEYS = ("kind", "path", "sha256", "bytes", "valid_for")
+AOT_OPTIONAL = ("weights",)
+FILE_KEYS = ("schema_version", "autotune_version", "entries")
 BEST_KEYS = (*BEST_REQUIRED, *BEST_OPTIONAL, "created_at")
 
 
@@ -173,31 +177,33 @@ def best_problems(d: Any, where: str, schema_version: int) -> list[str]:
     for key in ("environment", "model", "workload", "source"):
         problems += _json_dict_problems(d.get(key, {}), key, values="tree")
     if d.get("cache") is not None:
-        problems += _cache_problems(d["cache"])
+        problems += _artifact_problems(d["cache"], "cache")
+    if d.get("aot") is not None:
+        problems += _artifact_problems(d["aot"], "aot", AOT_OPTIONAL)
     return problems
 
 
-def _cache_problems(value: Any) -> list[str]:
-    """The ``cache`` object: the archive beside the file, its SHA-256 and size, and the
-    machine facts it is valid for."""
+def _artifact_problems(value: Any, where: str, optional: Sequence[str] = ()) -> list[str]:
+    """A ``cache`` or ``aot`` object: the file beside the best-config file, its SHA-256 and
+    size, and the machine facts it is valid for."""
     if not isinstance(value, Mapping):
-        return [expect("cache", value, "an object (kind, path, sha256, bytes, valid_for)")]
-    problems = _key_problems(value, CACHE_KEYS, "cache", required=CACHE_KEYS)
+        return [expect(where, value, "an object (kind, path, sha256, bytes, valid_for)")]
+    problems = _key_problems(value, (*CACHE_KEYS, *optional), where, required=CACHE_KEYS)
     path = value.get("path")
     if "path" in value and (not isinstance(path, str) or "/" in path or path in ("", ".", "..")):
-        problems.append(expect("cache.path", path, "a file name beside the best-config file"))
+        problems.append(expect(f"{where}.path", path, "a file name beside the best-config file"))
     digest = value.get("sha256")
     if "sha256" in value and not (
         isinstance(digest, str)
         and len(digest) == 64
         and all(c in "0123456789abcdef" for c in digest)
     ):
-        problems.append(expect("cache.sha256", digest, "64 lowercase hex digits"))
+        problems.append(expect(f"{where}.sha256", digest, "64 lowercase hex digits"))
     size = value.get("bytes")
     if "bytes" in value and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
-        problems.append(expect("cache.bytes", size, "a non-negative integer"))
+        problems.append(expect(f"{where}.bytes", size, "a non-negative integer"))
     if "valid_for" in value:
-        problems += _json_dict_problems(value["valid_for"], "cache.valid_for", values="tree")
+        problems += _json_dict_problems(value["valid_for"], f"{where}.valid_for", values="tree")
     return problems
 
 

@@ -26,6 +26,7 @@ from autotune.runtime.config import (
     BestConfig,
     CompileConfig,
     ConfigError,
+    ConfigFile,
     EnvironmentMismatchWarning,
     ScopeError,
     load,
@@ -54,11 +55,12 @@ _SERIAL_WARNED = threading.Event()
 
 def apply(
     model: torch.nn.Module,
-    config: str | os.PathLike[str] | BestConfig | CompileConfig | Mapping[str, Any],
+    config: str | os.PathLike[str] | ConfigFile | BestConfig | CompileConfig | Mapping[str, Any],
     *,
     check_environment: bool = True,
     cache: bool | str | os.PathLike[str] = True,
     warmup: Any = None,
+    strict: bool = False,
 ) -> torch.nn.Module:
     """Compiles ``model`` the way the search's winning trial did.
 
@@ -72,16 +74,25 @@ def apply(
     Args:
         model: The eager model, already on its device. With a regional scope its children are
             replaced in place by compiled ones, so keep no other references to them.
-        config: A best-config file path, a :class:`BestConfig`, a :class:`CompileConfig`, or
-            the JSON form of either (a dict with ``schema_version`` is a best config).
+        config: A best-config file path, a :class:`ConfigFile`, a :class:`BestConfig`, a
+            :class:`CompileConfig`, or the JSON form of one (a dict with ``schema_version``
+            is a best-config file). A file may hold one entry per machine (device name and
+            torch version): the entry for the machine this runs on is applied; with none,
+            the closest (the same device with another torch, then another device of the same
+            kind: same CUDA compute capability, or any CPU) with a warning saying which and
+            why; with no entry for this kind of device, the model is returned uncompiled
+            with a warning (see ``strict``).
         check_environment: Compare the file's environment and model fingerprints with this
             process and model, and warn once (:class:`EnvironmentMismatchWarning`) per
             difference. The config is applied either way.
-        cache: Load the compile cache the file ships (``autotune search --save-cache``)
-            into this process's Inductor cache first, when it is valid for this machine;
-            ``False`` ignores it; a path loads that archive instead. One line on the
-            ``autotune`` logger says whether it was loaded; a cache made for another torch,
-            device or thread count is skipped with a warning naming the difference.
+        cache: Use what the file ships to skip the cold compile, when it is valid for this
+            machine: its AOTInductor package (``autotune search --save-aot``; the model must
+            be in ``eval()`` mode), loaded with the model's own weights so that nothing
+            compiles at all, else its compile cache (``--save-cache``), loaded into this
+            process's Inductor cache first. ``False`` ignores both; a path loads that cache
+            archive instead (and no package). One line on the ``autotune`` logger says what
+            was loaded; one made for another torch, device or thread count is skipped with a
+            warning naming the difference.
         warmup: Inputs to call the compiled model with before returning, so that it compiles
             now and not on the first request a server takes: one call's inputs (a tensor, a
             tuple of positional arguments, or a dict of keyword arguments), or a list of
@@ -89,15 +100,21 @@ def apply(
             the caller's grad mode: apply inside the same ``torch.no_grad()`` or
             ``torch.inference_mode()`` the server uses, or the first request recompiles. The
             time it took is logged on the ``autotune`` logger (INFO).
+        strict: Raise :class:`ConfigError` instead of returning the model uncompiled when
+            no entry of the file may serve this machine.
 
     Returns:
         ``model`` itself for a ``do_not_compile`` decision or a regional scope; an
-        ``OptimizedModule`` wrapping it when the whole model is compiled.
+        ``OptimizedModule`` wrapping it when the whole model is compiled; a
+        :class:`~autotune.runtime.aot.PackagedModule` wrapping it when the AOTInductor
+        package serves (inference only: its outputs carry no autograd graph).
 
     Raises:
-        ConfigError: The file or config is invalid, or names knobs the installed torch lacks;
+        ConfigError: The file or config is invalid, or names knobs the installed torch lacks,
+            or (``strict``) it has no entry for this kind of device;
             :class:`~autotune.runtime.cache.CacheRefusedError` (a ``ValueError`` too) when the
-            shipped cache's SHA-256 is not the file's: a changed cache is never loaded.
+            shipped cache's or package's SHA-256 is not the file's: a changed one is never
+            loaded.
         ScopeError: The scope names module paths the model does not have.
 
     Example:
@@ -107,13 +124,20 @@ def apply(
         >>> fast(torch.randn(2, 8)).shape
         torch.Size([2, 8])
     """
-    best, compile_config = _resolve(config)
+    best, compile_config, choice_warned = _resolve(config, model, strict)
     if best is not None and check_environment:
-        _warn_on_mismatch(model, best)
+        _warn_on_mismatch(model, best, environment=not choice_warned)
     if compile_config is None:
         if warmup is not None:
             _log.info("autotune.apply: the config compiles nothing; no warm-up needed")
         return model
+    if best is not None and best.aot and cache is True:
+        packaged = _load_package(best, config, model)
+        if packaged is not None:
+            if warmup is not None:
+                calls, seconds = warm_up(packaged, warmup)
+                _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
+            return packaged
     if best is not None and best.cache and cache is not False:
         _load_cache(best, config, cache, _model_device(model))
     compiled = compile_module(model, compile_config)
@@ -121,6 +145,42 @@ def apply(
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
     return compiled
+
+
+def _load_package(best: BestConfig, config: Any, model: torch.nn.Module) -> torch.nn.Module | None:
+    """The file's AOTInductor package loaded with ``model``'s weights, when it may serve here;
+    else None (a line or a warning says why) and the model compiles as without one."""
+    from autotune.runtime import aot
+    from autotune.runtime.cache import mismatches
+
+    assert best.aot is not None
+    if not isinstance(config, (str, os.PathLike)):
+        _log.info("autotune.apply: the config ships a package, but no path says where it is")
+        return None
+    if model.training:
+        _log.info(
+            "autotune.apply: the model is in training mode, and the AOTInductor package serves "
+            "eval() inference only: compiling instead (call model.eval() before apply to use it)"
+        )
+        return None
+    package = Path(config).parent / str(best.aot["path"])
+    different = mismatches(dict(best.aot.get("valid_for") or {}), _model_device(model))
+    why_not = "the package was built elsewhere (" + "; ".join(different) + ")" if different else ""
+    if not why_not:
+        try:
+            packaged = aot.load_package(best.aot, package, model)
+        except (FileNotFoundError, aot.PackageMismatchError) as e:
+            why_not = str(e)
+        else:
+            _log.info("autotune.apply: loaded the AOTInductor package %s: no compile", package)
+            return packaged
+    warnings.warn(
+        f"autotune.apply: the AOTInductor package is not used: {why_not}; the model compiles "
+        "as without one.",
+        EnvironmentMismatchWarning,
+        stacklevel=3,
+    )
+    return None
 
 
 def _load_cache(best: BestConfig, config: Any, cache: Any, device: str) -> None:
@@ -186,22 +246,58 @@ def compile_module(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Mo
     return model
 
 
-def _resolve(config: Any) -> tuple[BestConfig | None, CompileConfig | None]:
+def _resolve(
+    config: Any, model: torch.nn.Module, strict: bool
+) -> tuple[BestConfig | None, CompileConfig | None, bool]:
+    """The entry to apply and its config, and whether a warning already said it is not this
+    machine's own; ``(None, None, True)`` when no entry may serve this machine."""
     if isinstance(config, (str, os.PathLike)):
-        config = load(config)
+        config = ConfigFile.load(config)
     elif isinstance(config, Mapping):
         if "schema_version" in config:
-            config = BestConfig.from_dict(dict(config))
+            config = ConfigFile.from_dict(dict(config))
         else:
             config = CompileConfig.from_dict(dict(config))
+    if isinstance(config, ConfigFile):
+        config = _choose(config, model, strict)
+        if config is None:
+            return None, None, True
+        best, warned = config
+        return best, best.config, warned
     if isinstance(config, BestConfig):
-        return config, config.config
+        return config, config.config, False
     if isinstance(config, CompileConfig):
-        return None, config
+        return None, config, False
     raise TypeError(
-        "config must be a path, BestConfig, CompileConfig or dict, "
+        "config must be a path, ConfigFile, BestConfig, CompileConfig or dict, "
         f"but got {type(config).__name__}"
     )
+
+
+def _choose(
+    file: ConfigFile, model: torch.nn.Module, strict: bool
+) -> tuple[BestConfig, bool] | None:
+    from autotune.runtime.select import choose
+
+    if len(file.entries) == 1 and not file.entries[0].environment:
+        return file.entries[0], False
+    choice = choose(file.entries, environment_fingerprint(_model_device(model)))
+    if choice.entry is None:
+        if strict:
+            raise ConfigError(f"autotune.apply(strict=True): {choice.why}.")
+        warnings.warn(
+            f"autotune.apply: {choice.why}. The model is returned uncompiled.",
+            EnvironmentMismatchWarning,
+            stacklevel=4,
+        )
+        return None
+    if choice.exact:
+        return choice.entry, False
+    line = f"autotune.apply: {choice.why}."
+    if line not in {text for _, text in _WARNED}:
+        _WARNED.add(("choice", line))
+        warnings.warn(line, EnvironmentMismatchWarning, stacklevel=4)
+    return choice.entry, True
 
 
 def _compile_one(module: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
@@ -414,9 +510,9 @@ def _has_path(model: torch.nn.Module, path: str) -> bool:
     return True
 
 
-def _warn_on_mismatch(model: torch.nn.Module, best: BestConfig) -> None:
+def _warn_on_mismatch(model: torch.nn.Module, best: BestConfig, environment: bool = True) -> None:
     lines = []
-    if best.environment:
+    if best.environment and environment:
         actual = environment_fingerprint(_model_device(model))
         lines += environment_mismatches(best.environment, actual)
     expected_sha = best.model.get("sha256")

@@ -7,15 +7,25 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autotune.runtime._validate import best_problems, compile_problems, expect, scope_problems
+from autotune.runtime._validate import (
+    FILE_KEYS,
+    best_problems,
+    compile_problems,
+    expect,
+    scope_problems,
+)
 
 SCHEMA_VERSION = 1
+# A file with several entries (one per device name and torch version) is version 2; a file
+# with one entry stays version 1, readable by every autotune since the first.
+FILE_SCHEMA_VERSION = 2
 DECISIONS = ("compile", "do_not_compile")
 
 # What each torch.compile mode expands to (torch._inductor.list_mode_options); only used to keep
@@ -200,6 +210,8 @@ class BestConfig:
         source: Where the result comes from (study, trial, storage).
         cache: The compile cache shipped beside the file (``autotune search --save-cache``):
             archive name, SHA-256, size and what it is valid for; None without one.
+        aot: The AOTInductor package shipped beside the file (``autotune search --save-aot``),
+            recorded like ``cache``; None without one.
         created_at: ISO 8601 UTC timestamp.
         schema_version: Version of this file format.
         autotune_version: Version of autotune that wrote the file.
@@ -215,6 +227,7 @@ class BestConfig:
     workload: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] | None = None
+    aot: dict[str, Any] | None = None
     created_at: str = field(default_factory=_utc_now)
     schema_version: int = SCHEMA_VERSION
     autotune_version: str = field(default_factory=_autotune_version)
@@ -233,9 +246,11 @@ class BestConfig:
         raw["config"] = None if self.config is None else self.config.to_dict()
         order = ["schema_version", "autotune_version", "decision", "reason", "config_hash"]
         order += ["config", "metrics", "environment", "model", "workload", "source", "cache"]
-        order.append("created_at")
-        # A file without a cache has no "cache" key: older autotune versions read it.
-        return {key: _json_copy(raw[key]) for key in order if key != "cache" or raw[key]}
+        order += ["aot", "created_at"]
+        # A file without a cache or package has no such key: older autotune versions read it.
+        return {
+            key: _json_copy(raw[key]) for key in order if key not in ("cache", "aot") or raw[key]
+        }
 
     def to_json(self) -> str:
         """Human-readable, diffable JSON (indent 2, trailing newline)."""
@@ -247,8 +262,19 @@ class BestConfig:
 
         Raises:
             ConfigError: Naming ``source`` and listing every problem (unknown keys, wrong
-                types, a newer ``schema_version``, a ``config_hash`` that does not match).
+                types, a newer ``schema_version``, a ``config_hash`` that does not match), or
+                ``d`` is a file of several entries (read it with :class:`ConfigFile`).
         """
+        if isinstance(d, Mapping) and "entries" in d:
+            entries = ConfigFile.from_dict(d, source).entries
+            if len(entries) == 1:
+                return entries[0]
+            raise ConfigError(
+                f"best-config {source} holds {len(entries)} entries, one per machine "
+                f"({'; '.join(entry_label(e) for e in entries)}): read it with "
+                "autotune.ConfigFile.load(), or let autotune.apply pick the entry for the "
+                "machine it runs on"
+            )
         _raise_if(_all_best_problems(d, "best config"), f"invalid best-config {source}")
         config = None if d["config"] is None else _build_compile(d["config"])
         fields = {k: v for k, v in d.items() if k != "config"}
@@ -259,41 +285,229 @@ class BestConfig:
         """Reads and validates a best-config JSON file.
 
         Raises:
-            ConfigError: The file is missing, unreadable, not JSON, or breaks the schema.
+            ConfigError: The file is missing, unreadable, not JSON, or breaks the schema; or
+                it holds several entries (read it with :class:`ConfigFile`).
         """
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(
-                f"best-config file {os.fspath(path)!r} does not exist; pass the path that "
-                "`autotune search` wrote (best_config.json by default)"
-            ) from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"cannot read best-config file {os.fspath(path)!r}: {e}") from e
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ConfigError(
-                f"best-config file {os.fspath(path)!r} is not valid JSON: {e.msg} at line "
-                f"{e.lineno}, column {e.colno}"
-            ) from None
-        return cls.from_dict(data, source=repr(os.fspath(path)))
+        return cls.from_dict(_read_json(path), source=repr(os.fspath(path)))
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         """Writes :meth:`to_json` atomically (a temporary file in the same folder, then rename)."""
-        target = Path(path)
-        text = self.to_json()
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_atomically(Path(path), self.to_json())
+
+
+def entry_key(best: BestConfig) -> tuple[str, str]:
+    """What a file holds one entry for: the device name and torch version tuned with."""
+    env = best.environment
+    return str(env.get("device_name") or "unknown device"), str(env.get("torch") or "unknown")
+
+
+def entry_label(best: BestConfig) -> str:
+    """``NVIDIA H100 80GB HBM3, torch 2.11.0``."""
+    device_name, torch_version = entry_key(best)
+    return f"{device_name}, torch {torch_version}"
+
+
+def artifact_name(config_path: str | os.PathLike[str], best: BestConfig, suffix: str) -> str:
+    """The file name of an entry's cache or package beside ``config_path``: one per entry,
+    e.g. ``best_config.intel-xeon-torch-2-13-0-cpu.cache.tar.gz`` (``best_config.cache.tar.gz``
+    for an entry that does not say where it was tuned)."""
+    if not best.environment.get("device_name"):
+        return f"{Path(config_path).stem}{suffix}"
+    device_name, torch_version = entry_key(best)
+    words = re.sub(r"\((tm|r)\)|\b(cpu|processor|corporation)\b", " ", device_name.lower())
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{words} torch {torch_version}").strip("-")[:64]
+    return f"{Path(config_path).stem}.{slug}{suffix}"
+
+
+@dataclass
+class ConfigFile:
+    """A best-config file: one entry per machine, i.e. per (device name, torch version).
+
+    A search writes or replaces the entry for the machine it ran on; ``autotune merge``
+    combines files; :func:`autotune.apply` picks the entry for the machine it runs on. A file
+    with one entry is written exactly as a single :class:`BestConfig` (schema version 1); with
+    several, as ``{"schema_version": 2, "entries": [...]}``.
+
+    Example:
+        >>> fleet = autotune.ConfigFile.load("fleet.json")  # doctest: +SKIP
+        >>> [autotune.runtime.config.entry_label(e) for e in fleet.entries]  # doctest: +SKIP
+        ['NVIDIA H100 80GB HBM3, torch 2.11.0', 'NVIDIA L4, torch 2.11.0']
+    """
+
+    entries: list[BestConfig]
+
+    def __post_init__(self) -> None:
+        _raise_if(_entries_problems(self.entries), "invalid ConfigFile")
+
+    @classmethod
+    def from_dict(cls, d: Any, source: str = "<dict>") -> ConfigFile:
+        """Reads either form (one entry, or ``entries``), checking everything.
+
+        Raises:
+            ConfigError: Listing every problem of every entry, prefixed by its index.
+        """
+        if not (isinstance(d, Mapping) and "entries" in d):
+            return cls([BestConfig.from_dict(d, source)])
+        problems = [
+            f"{key}: unknown key; a file of several entries has only {', '.join(FILE_KEYS)}"
+            for key in d
+            if key not in FILE_KEYS
+        ]
+        version = d.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            problems.append(expect("schema_version", version, "a positive integer"))
+        elif version > FILE_SCHEMA_VERSION:
+            problems.append(
+                f"schema_version: the file has version {version}, newer than the "
+                f"{FILE_SCHEMA_VERSION} this autotune reads; upgrade autotune"
+            )
+        raw = d.get("entries")
+        if not isinstance(raw, list) or not raw:
+            problems.append(expect("entries", raw, "a non-empty list of best configs"))
+            raw = []
+        entries = []
+        for index, item in enumerate(raw):
+            try:
+                entries.append(BestConfig.from_dict(item, f"entries[{index}]"))
+            except ConfigError as e:
+                lines = str(e).splitlines()[1:]
+                problems += [f"entries[{index}].{line.strip()[2:]}" for line in lines]
+        problems += _entries_problems(entries) if len(entries) == len(raw) else []
+        _raise_if(problems, f"invalid best-config {source}")
+        return cls(entries)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ConfigFile:
+        """Reads and validates a best-config file of one or several entries.
+
+        Raises:
+            ConfigError: The file is missing, unreadable, not JSON, or breaks the schema.
+        """
+        return cls.from_dict(_read_json(path), source=repr(os.fspath(path)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """One entry: its own JSON form (version 1); several: ``{"schema_version": 2, ...}``."""
+        if len(self.entries) == 1:
+            return self.entries[0].to_dict()
+        return {
+            "schema_version": FILE_SCHEMA_VERSION,
+            "autotune_version": _autotune_version(),
+            "entries": [entry.to_dict() for entry in self.entries],
+        }
+
+    def to_json(self) -> str:
+        """Human-readable, diffable JSON (indent 2, trailing newline)."""
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    def dump(self, path: str | os.PathLike[str]) -> None:
+        """Writes :meth:`to_json` atomically."""
+        _write_atomically(Path(path), self.to_json())
+
+    def put(self, best: BestConfig) -> BestConfig | None:
+        """Adds ``best``, replacing the entry for the same machine; returns the replaced one."""
+        for index, entry in enumerate(self.entries):
+            if entry_key(entry) == entry_key(best):
+                self.entries[index] = best
+                return entry
+        self.entries.append(best)
+        return None
+
+    def entry_for(self, device_name: str, torch_version: str) -> BestConfig | None:
+        """The entry tuned on exactly this device name and torch version, if any."""
+        return next(
+            (e for e in self.entries if entry_key(e) == (device_name, torch_version)), None
+        )
+
+
+def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
+    """Writes ``best`` into the best-config file at ``path``: a new file, or the existing
+    one with the entry for ``best``'s machine added or replaced (other machines' entries are
+    kept). The cache and package files of a replaced entry are deleted unless another entry
+    names them. Returns one line saying what was done.
+
+    Raises:
+        ConfigError: ``path`` exists but is not a valid best-config file (nothing is written).
+    """
+    target = Path(path)
+    if not target.exists():
+        ConfigFile([best]).dump(target)
+        return f"wrote {target}"
+    try:
+        file = ConfigFile.load(target)
+    except ConfigError as e:
+        raise ConfigError(
+            f"{target} exists but is not a valid best-config file, so the entry for this "
+            f"machine cannot be added to it; move it away or pass another --out. {e}"
+        ) from e
+    replaced = file.put(best)
+    file.dump(target)
+    if replaced is None:
+        return (
+            f"added the entry for {entry_label(best)} to {target} "
+            f"({len(file.entries)} entries now)"
+        )
+    kept = {
+        str(artifact["path"])
+        for entry in file.entries
+        for artifact in (entry.cache, entry.aot)
+        if artifact
+    }
+    for artifact in (replaced.cache, replaced.aot):
+        if artifact and str(artifact["path"]) not in kept:
+            (target.parent / str(artifact["path"])).unlink(missing_ok=True)
+    others = len(file.entries) - 1
+    also = f"; its {others} other entr{'y' if others == 1 else 'ies'} kept" if others else ""
+    return f"replaced the entry for {entry_label(best)} in {target}{also}"
+
+
+def _entries_problems(entries: list[BestConfig]) -> list[str]:
+    if not entries:
+        return ["entries: a best-config file holds at least one entry"]
+    seen: dict[tuple[str, str], int] = {}
+    problems = []
+    for index, entry in enumerate(entries):
+        key = entry_key(entry)
+        if key in seen:
+            problems.append(
+                f"entries[{index}]: a second entry for {entry_label(entry)} (entries"
+                f"[{seen[key]}] is for it too); keep one entry per device name and torch"
+            )
+        seen.setdefault(key, index)
+    return problems
+
+
+def _read_json(path: str | os.PathLike[str]) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"best-config file {os.fspath(path)!r} does not exist; pass the path that "
+            "`autotune search` wrote (best_config.json by default)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read best-config file {os.fspath(path)!r}: {e}") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"best-config file {os.fspath(path)!r} is not valid JSON: {e.msg} at line "
+            f"{e.lineno}, column {e.colno}"
+        ) from None
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    """A temporary file in the same folder, then rename: readers see the old or new file."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # --- validation (the rules themselves live in _validate) ---

@@ -25,12 +25,15 @@ def environment_fingerprint(device: str) -> dict[str, Any]:
 
     Returns:
         JSON-able dict: host, python, platform, torch, triton, cuda, driver, device,
-        device_name, cpu_model, cpu_count.
+        device_name, capability (CUDA compute capability such as ``"9.0"``, else None),
+        cpu_model, cpu_count.
     """
     cpu_model = _cpu_model()
     dev = torch.device(device)
+    capability = None
     if dev.type == "cuda":
         device_name = torch.cuda.get_device_name(dev.index or 0)
+        capability = ".".join(map(str, torch.cuda.get_device_capability(dev.index or 0)))
     else:
         device_name = cpu_model
     return {
@@ -43,6 +46,7 @@ def environment_fingerprint(device: str) -> dict[str, Any]:
         "driver": _nvidia_driver(),
         "device": str(dev),
         "device_name": device_name,
+        "capability": capability,
         "cpu_model": cpu_model,
         "cpu_count": os.cpu_count(),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 from autotune.study._best import best_config
 from autotune.study._cache_export import export_cache
 from autotune.study._finalize import Decision, decide, finalist_candidates, finalize
+from autotune.study._merge import merge_files
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls
 from autotune.study._pareto import PickRule, front, parse_axes
 from autotune.study._pick import Picked, pareto_finalists, pick_from_front, study_front
@@ -36,6 +37,7 @@ __all__ = [
     "finalist_candidates",
     "finalize",
     "front",
+    "merge_files",
     "parse_axes",
     "pareto_finalists",
     "pick_from_front",

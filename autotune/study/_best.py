@@ -68,6 +68,8 @@ def emit(
     made.metrics["break_even_calls_vs_eager"] = _finite(break_even_calls(best))
     if best.baseline != "default":  # the default compile does not pay back against itself
         made.metrics["break_even_calls_vs_default"] = _finite(break_even_calls(best, default))
+    if best.graph_breaks is not None:
+        made.metrics["graph_breaks"] = best.graph_breaks
     if best.trial_number in fresh:
         made.metrics["cold_compile_time_s"] = fresh[best.trial_number].cold.compile_time_s
         made.metrics["warm_compile_time_s"] = fresh[best.trial_number].warm.compile_time_s

@@ -1,7 +1,10 @@
-"""Exports the compile cache of a best-config file's winning config: a fresh process with an
-empty Inductor cache directory compiles the config and calls it on the study's inputs, and
-the directory it filled is packed beside the file (see :mod:`autotune.runtime.cache`).
+"""Exports what lets production skip the cold compile of a best-config file's winning config:
+a fresh process with an empty Inductor cache directory compiles the config and calls it on
+the study's inputs, and the directory it filled is packed beside the file (see
+:mod:`autotune.runtime.cache`); with ``aot``, the same process also packages the whole model
+with AOTInductor (see :mod:`autotune.runtime.aot`).
 
+A file with several entries gets the artifacts of the entry for this machine, named after it.
 The child's part is :mod:`autotune.runtime._cache_child`.
 """
 
@@ -14,12 +17,15 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from autotune.errors import UsageError
-from autotune.runtime.config import BestConfig
+from autotune.runtime.config import BestConfig, ConfigFile, artifact_name, entry_label
 
 _TIMEOUT_S = 3600.0
 _TAIL = 1500
+CACHE_SUFFIX = ".cache.tar.gz"
+AOT_SUFFIX = ".pt2"
 
 
 def export_cache(
@@ -27,16 +33,26 @@ def export_cache(
     model_path: str | None = None,
     on_note: Callable[[str], None] = lambda note: None,
     timeout_s: float = _TIMEOUT_S,
+    *,
+    cache: bool = True,
+    aot: bool = False,
 ) -> BestConfig:
-    """Packs the compile cache of ``best_path``'s config beside it (``NAME.cache.tar.gz``)
-    and records it in the file; returns the updated file's content.
+    """Packs the compile cache (``cache``) and the AOTInductor package (``aot``) of the
+    entry of ``best_path`` for this machine beside the file, and records them in it; returns
+    the updated entry.
+
+    A package is written only where the winner compiles the whole model as one graph, and only
+    after it computed what eager computes on the study's inputs; otherwise a note says why.
 
     Raises:
-        UsageError: The file decides not to compile, its workload is not inference, the
-            model file is not found, or compiling it in the fresh process failed.
+        UsageError: The file decides not to compile, its workload is not inference, it has no
+            entry for this machine, the model file is not found, or compiling it in the
+            fresh process failed.
     """
     path = Path(best_path)
-    best = BestConfig.load(path)
+    file = ConfigFile.load(path)
+    index = _entry_here(file, path)
+    best = file.entries[index]
     if best.config is None:
         raise UsageError(
             f"{path} decides not to compile, so there is no compiled code to cache; a cache "
@@ -54,17 +70,22 @@ def export_cache(
             f"The model file {model or '(none recorded)'} of {path} is not on this machine; "
             "pass --model PATH with the file the study was run on."
         )
-    device = str(workload.get("device") or best.environment.get("device") or "cpu")
-    archive = path.with_name(f"{path.stem}.cache.tar.gz")
+    device = _device(best)
+    old = [str(a["path"]) for a in (best.cache if cache else None, best.aot if aot else None) if a]
+    archive = path.with_name(artifact_name(path, best, CACHE_SUFFIX)) if cache else None
+    package = path.with_name(artifact_name(path, best, AOT_SUFFIX)) if aot else None
     with tempfile.TemporaryDirectory(prefix="autotune-cache-export-") as tmp:
         cache_dir = Path(tmp) / "inductor"
         env = {k: v for k, v in os.environ.items() if k != "TRITON_CACHE_DIR"}
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
-        on_note(f"cache: compiling the config in a fresh process to fill {archive.name}")
+        made = " and ".join(p.name for p in (archive, package) if p is not None)
+        on_note(f"cache: compiling the config in a fresh process to make {made}")
         # The child imports the runtime path only, as production does: importing the search's
         # packages (optuna, sqlalchemy, ...) in the compiling process was seen to change
         # Inductor's FX graph cache key, so production then missed the shipped graphs.
-        command = [sys.executable, "-m", "autotune.runtime._cache_child", str(path), model, device]
+        child = "autotune.runtime._cache_child"
+        command = [sys.executable, "-m", child, str(path), str(index), model, device,
+                   str(package or ""), "1" if cache else "0"]  # fmt: skip
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True,
                                   timeout=timeout_s, check=False)  # fmt: skip
@@ -78,16 +99,67 @@ def export_cache(
                 f"Compiling {path}'s config to export its cache failed (exit {done.returncode}); "
                 f"nothing was written. Its output ended with: {tail}"
             )
-        valid_for = json.loads(done.stdout.strip().splitlines()[-1])
-        from autotune.runtime.cache import pack
+        facts: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        valid_for = facts["valid_for"]
+        if archive is not None:
+            from autotune.runtime.cache import pack
 
-        entry = pack(cache_dir, archive)
-    entry["valid_for"] = valid_for
-    best.cache = entry
-    best.dump(path)
+            best.cache = {**pack(cache_dir, archive), "valid_for": valid_for}
+            _note_written(on_note, "cache", archive, best.cache)
+    if package is not None:
+        if facts.get("aot") is not None:
+            best.aot = {**facts["aot"], "valid_for": valid_for}
+            _note_written(on_note, "AOTInductor package", package, best.aot)
+        else:
+            best.aot = None
+            on_note(f"cache: no AOTInductor package was written: {facts.get('aot_skipped')}")
+    file.dump(path)
+    _remove_replaced(path, file, old)
+    return best
+
+
+def _remove_replaced(path: Path, file: ConfigFile, old: list[str]) -> None:
+    """Deletes the entry's former artifacts that no entry names any more (e.g. a cache
+    written under an earlier name)."""
+    named = {str(a["path"]) for e in file.entries for a in (e.cache, e.aot) if a}
+    for name in old:
+        if name not in named:
+            (path.parent / name).unlink(missing_ok=True)
+
+
+def _note_written(
+    on_note: Callable[[str], None], what: str, where: Path, entry: dict[str, Any]
+) -> None:
+    valid_for = entry["valid_for"]
     on_note(
-        f"cache: wrote {archive} ({entry['bytes'] / 2**20:.1f} MiB, sha256 "
+        f"cache: wrote the {what} {where} ({entry['bytes'] / 2**20:.1f} MiB, sha256 "
         f"{entry['sha256'][:16]}…), valid for torch {valid_for.get('torch')} on "
         f"{valid_for.get('device_name')}"
     )
-    return best
+
+
+def _device(best: BestConfig) -> str:
+    return str(best.workload.get("device") or best.environment.get("device") or "cpu")
+
+
+def _entry_here(file: ConfigFile, path: Path) -> int:
+    """The index of the entry for this machine: compiled code is exported where it runs."""
+    if len(file.entries) == 1:
+        return 0
+    import torch
+
+    from autotune.runtime.fingerprint import environment_fingerprint
+
+    for index, entry in enumerate(file.entries):
+        device = _device(entry)
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            continue
+        here = environment_fingerprint(device)
+        if file.entry_for(str(here["device_name"]), str(here["torch"])) is entry:
+            return index
+    entries = "; ".join(entry_label(e) for e in file.entries)
+    raise UsageError(
+        f"{path} has no entry for this machine (it holds {entries}): a cache is exported on "
+        "the machine its entry was tuned on. Run this there, or run `autotune search --out "
+        f"{path}` here first."
+    )

@@ -16,6 +16,11 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+# The explorer's seed is the study's, moved: TPE's first trials are drawn by a RandomSampler of
+# the study's own seed, and an explorer of the same seed replayed them one by one, each a
+# duplicate that marked the next trial to explore again (seen: 9 duplicates in a row).
+_SEED_OFFSET = 0x9E3779B9
+
 
 class ExploringSampler(optuna.samplers.BaseSampler):
     """The study's sampler, except for trials marked to explore: those are drawn at random.
@@ -27,7 +32,8 @@ class ExploringSampler(optuna.samplers.BaseSampler):
 
     def __init__(self, base: optuna.samplers.BaseSampler, seed: int | None = None) -> None:
         self.base = base
-        self._random = optuna.samplers.RandomSampler(seed=seed)
+        explore_seed = None if seed is None else (seed + _SEED_OFFSET) % 2**32
+        self._random = optuna.samplers.RandomSampler(seed=explore_seed)
         self._lock = threading.Lock()
         self._pending = False
         self._exploring: set[int] = set()

@@ -28,6 +28,7 @@ def test_every_subcommand_has_a_module_with_a_parser_and_a_run():
             "studies",
             "export",
             "show",
+            "merge",
             "cache",
             "spaces",
             "verify",

@@ -202,7 +202,7 @@ def test_apply_reads_a_file_and_a_dict(tmp_path: Path) -> None:
     torch.testing.assert_close(compiled(x), expected)
     again = autotune.apply(_net(), {"backend": "eager", "scope": {"compile": ["layers.1"]}})
     assert isinstance(again.get_submodule("layers.1"), OptimizedModule)
-    with pytest.raises(TypeError, match="config must be a path, BestConfig"):
+    with pytest.raises(TypeError, match="config must be a path, ConfigFile, BestConfig"):
         autotune.apply(model, 42)  # type: ignore[arg-type]
 
 

@@ -29,11 +29,12 @@ def test_environment_fingerprint_describes_this_process() -> None:
         "driver",
         "device",
         "device_name",
+        "capability",
         "cpu_model",
         "cpu_count",
     }
     assert env["torch"] == torch.__version__
-    assert env["device"] == "cpu"
+    assert env["device"] == "cpu" and env["capability"] is None
     assert env["device_name"] == env["cpu_model"] and env["device_name"]
     assert json.loads(json.dumps(env)) == env
 

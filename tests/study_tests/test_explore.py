@@ -40,3 +40,17 @@ def test_enqueued_parameters_are_kept_when_exploring():
     study.enqueue_trial({"x": 7})
     sampler.explore_next()
     assert _draw(study) == 7
+
+
+def test_exploring_does_not_replay_the_draws_of_a_base_sampler_of_the_same_seed():
+    """TPE's first trials come from a RandomSampler of the study's seed: an explorer seeded
+    alike replayed them, each a duplicate of an earlier trial."""
+    base = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    drawn = {_draw(base) for _ in range(5)}
+    sampler = ExploringSampler(Stuck(), seed=0)
+    study = optuna.create_study(sampler=sampler)
+    explored = set()
+    for _ in range(5):
+        sampler.explore_next()
+        explored.add(_draw(study))
+    assert not explored & drawn

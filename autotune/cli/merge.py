@@ -1,0 +1,33 @@
+"""``autotune merge A.json B.json -o fleet.json``: one best-config file for several machines."""
+
+from __future__ import annotations
+
+import argparse
+
+from autotune.cli import _options as options
+
+INTERRUPTED = "nothing was written."
+
+
+def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
+    p = options.add_subcommand(
+        sub,
+        "merge",
+        help="combine best-config files tuned on different machines into one",
+        description="Combine the entries of best-config files into one file holding an entry "
+        "per machine (device name and torch version); autotune.apply picks the entry for the "
+        "machine it runs on. For a machine in several files, the later file's entry wins. "
+        "Each entry's compile cache and AOTInductor package are checked against their SHA-256 "
+        "and copied beside the output under the entry's own name.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="best-config files to combine")
+    p.add_argument("-o", "--out", required=True, metavar="PATH", help="the file to write")
+    options.add_debug(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from autotune.study import merge_files
+
+    merge_files(args.files, args.out, on_note=lambda note: print(note, flush=True))
+    return 0

@@ -1,0 +1,89 @@
+"""``autotune merge``: one best-config file for several machines, from the files each wrote."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from autotune.errors import UsageError
+from autotune.runtime.cache import sha256_of
+from autotune.runtime.config import (
+    BestConfig,
+    ConfigError,
+    ConfigFile,
+    artifact_name,
+    entry_label,
+)
+from autotune.study._cache_export import AOT_SUFFIX, CACHE_SUFFIX
+
+
+def merge_files(
+    sources: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    on_note: Callable[[str], None] = lambda note: None,
+) -> ConfigFile:
+    """Combines the entries of ``sources`` into ``out``, one per (device name, torch): for a
+    machine in several files, the later file's entry wins (a note says so). Each entry's cache
+    and package are copied beside ``out`` under the entry's own name, after their SHA-256 is
+    checked; a missing one is dropped from its entry with a note.
+
+    Raises:
+        UsageError: A source is not a valid best-config file, or an artifact beside it does not
+            have the SHA-256 its file records (nothing is written).
+    """
+    target = Path(out)
+    merged: list[tuple[BestConfig, Path]] = []
+    for source in map(Path, sources):
+        try:
+            file = ConfigFile.load(source)
+        except ConfigError as e:
+            raise UsageError(f"{source} is not a valid best-config file: {e}") from e
+        for entry in file.entries:
+            for index, (kept, origin) in enumerate(merged):
+                if kept is not entry and _same_machine(kept, entry):
+                    on_note(f"{entry_label(entry)}: the entry of {source} replaces {origin}'s")
+                    merged[index] = (entry, source)
+                    break
+            else:
+                merged.append((entry, source))
+    copies: list[tuple[Path, Path]] = []
+    for entry, source in merged:
+        for kind, suffix in (("cache", CACHE_SUFFIX), ("aot", AOT_SUFFIX)):
+            artifact = getattr(entry, kind)
+            if not artifact:
+                continue
+            found = source.parent / str(artifact["path"])
+            if not found.is_file():
+                on_note(
+                    f"{entry_label(entry)}: {found} is missing, so the entry is merged without "
+                    f"its {kind}"
+                )
+                setattr(entry, kind, None)
+                continue
+            if sha256_of(found) != artifact["sha256"]:
+                raise UsageError(
+                    f"{found} does not have the SHA-256 that {source} records for it: it was "
+                    "changed after it was written, so it is not merged (nothing was written). "
+                    "Export it again (autotune cache export) or remove the entry's "
+                    f"{kind!r} key."
+                )
+            name = artifact_name(target, entry, suffix)
+            copies.append((found, target.parent / name))
+            setattr(entry, kind, {**artifact, "path": name})
+    file = ConfigFile([entry for entry, _ in merged])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for found, dest in copies:
+        if found.resolve() != dest.resolve():
+            shutil.copyfile(found, dest)
+    file.dump(target)
+    labels = "; ".join(entry_label(e) for e in file.entries)
+    on_note(f"wrote {target} with {len(file.entries)} entries: {labels}")
+    return file
+
+
+def _same_machine(a: BestConfig, b: BestConfig) -> bool:
+    from autotune.runtime.config import entry_key
+
+    return entry_key(a) == entry_key(b)

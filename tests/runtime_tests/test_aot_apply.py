@@ -1,0 +1,122 @@
+"""The AOTInductor package end to end: `autotune cache export --aot` writes it beside the file
+only where one package can serve the config, and autotune.apply in a fresh process loads it
+with the model's weights and compiles nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import autotune
+from autotune.cli import main
+from autotune.runtime import BestConfig, CompileConfig, ConfigFile, EnvironmentMismatchWarning
+from autotune.runtime.cache import CacheRefusedError
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def _best(folder: Path, config: CompileConfig) -> Path:
+    model = folder / "tiny.py"
+    shutil.copy(FIXTURES / "models" / "tiny.py", model)
+    best = folder / "best.json"
+    BestConfig(decision="compile", reason="r", config=config, model={"source": str(model)},
+               metrics={"graph_breaks": 0},
+               workload={"kind": "infer", "device": "cpu", "seed": 0}).dump(best)  # fmt: skip
+    return best
+
+
+@pytest.fixture(scope="module")
+def packaged(tmp_path_factory) -> Path:
+    """A best-config file for the tiny model with an AOTInductor package beside it."""
+    from autotune.study import export_cache
+
+    folder = tmp_path_factory.mktemp("aot")
+    best = _best(folder, CompileConfig())
+    export_cache(best, cache=False, aot=True)
+    return best
+
+
+@pytest.mark.slow
+def test_a_fresh_process_serves_from_the_package_without_compiling(packaged: Path, capsys) -> None:
+    entry = autotune.load(packaged)
+    assert entry.aot is not None and entry.cache is None
+    assert entry.aot["kind"] == "aotinductor-package" and entry.aot["path"].endswith(".pt2")
+    assert entry.aot["valid_for"]["device_name"]
+    code = f"""
+import logging, torch, autotune
+from torch._dynamo.utils import counters
+from autotune.workload import build_calls, build_model, load_model_file
+logging.basicConfig(level=logging.INFO)
+module = load_model_file({str(packaged.parent / "tiny.py")!r})
+torch.manual_seed(1)  # other weights than the package was checked with: the model's are used
+model = build_model(module, "cpu").eval()
+(call,) = build_calls(module, "cpu")
+with torch.no_grad():
+    expected = model(*call.args)
+    fast = autotune.apply(model, {str(packaged)!r})
+    torch.testing.assert_close(fast(*call.args), expected, rtol=1e-4, atol=1e-4)
+print(type(fast).__name__, sum(counters["stats"].values()), sum(counters["inductor"].values()))
+"""
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(packaged.parent / "fresh"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    kind, dynamo_events, inductor_events = done.stdout.split()[-3:]
+    assert kind == "PackagedModule" and (dynamo_events, inductor_events) == ("0", "0")
+    assert "loaded the AOTInductor package" in done.stderr
+
+    assert main(["show", str(packaged)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "AOTInductor package: best." in shown and "valid here: autotune.apply loads it" in shown
+
+
+@pytest.mark.slow
+def test_a_changed_package_is_refused_and_a_training_model_compiles_instead(
+    packaged: Path, tmp_path: Path
+) -> None:
+    for name in (packaged.name, "tiny.py", autotune.load(packaged).aot["path"]):  # type: ignore[index]
+        shutil.copy(packaged.parent / name, tmp_path / name)
+    best = tmp_path / packaged.name
+    from autotune.workload import build_model, load_model_file
+
+    model = build_model(load_model_file(tmp_path / "tiny.py"), "cpu")
+    compiled = autotune.apply(model, best, check_environment=False)  # train mode
+    assert type(compiled).__name__ == "OptimizedModule"
+
+    package = tmp_path / autotune.load(best).aot["path"]  # type: ignore[index]
+    with open(package, "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(CacheRefusedError, match="changed or replaced after it was written"):
+        autotune.apply(model.eval(), best, check_environment=False)
+    # cache=False ignores the package, changed or not
+    assert type(autotune.apply(model.eval(), best, cache=False)).__name__ == "OptimizedModule"
+
+
+def test_a_package_made_for_another_cpu_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    best = _best(tmp_path, CompileConfig(backend="eager"))
+    (tmp_path / "best.x.pt2").write_bytes(b"never loaded")
+    data = json.loads(best.read_text())
+    data["aot"] = {"kind": "aotinductor-package", "path": "best.x.pt2", "sha256": "0" * 64,
+                   "bytes": 12, "valid_for": {"device_name": "Another CPU"}}  # fmt: skip
+    best.write_text(json.dumps(data))
+    model = torch.nn.Linear(16, 8).eval()
+    with pytest.warns(EnvironmentMismatchWarning, match="package was built elsewhere"):
+        compiled = autotune.apply(model, best, check_environment=False)
+    assert type(compiled).__name__ == "OptimizedModule"
+
+
+def test_no_package_for_a_regional_scope_and_the_output_says_why(tmp_path, capsys) -> None:
+    best = _best(tmp_path, CompileConfig(backend="inductor", scope={"compile": ["a"]}))
+
+    assert main(["cache", "export", str(best), "--aot", "--no-cache"]) == 0
+
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no AOTInductor package was written" in out and "scope" in out
+    (entry,) = ConfigFile.load(best).entries
+    assert entry.aot is None and not list(tmp_path.glob("*.pt2"))
+    assert main(["cache", "export", str(best), "--no-cache"]) == 2
