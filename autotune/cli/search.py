@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autotune.cli import _argtypes as argtypes
 from autotune.cli import _options as options
@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 INTERRUPTED = "every finished trial is saved. Run the same command to resume the study."
 
 # The study setting each option sets: what a resumed study compares with what it stored.
+# What --effort sets, unless given explicitly: (space or None for the device's, trials or None
+# for sized from the space, compile budget in seconds, finalists).
+EFFORTS: dict[str, dict[str, Any]] = {
+    "quick": {"space": "quick", "trials": 8, "compile_budget": 300.0, "finalists": 2},
+    "default": {"space": None, "trials": 20, "compile_budget": 600.0, "finalists": 3},
+    "thorough": {"space": None, "trials": None, "compile_budget": 900.0, "finalists": 5},
+}
+# --effort thorough: 2 % of the space's configurations, within these bounds.
+THOROUGH_TRIALS = (40, 100)
+
 SETTINGS_OF = {
     "model": "model_path",
     "device": "device",
@@ -30,6 +40,7 @@ SETTINGS_OF = {
     "workload": "workload",
     "seed": "seed",
     "compile_budget": "compile_budget_s",
+    "compile_budget_factor": "compile_budget_factor",
     "measure_seconds": "measure",
     "sampler": "sampler",
     "scope": "scope",
@@ -89,6 +100,32 @@ def _budgets(p: argparse.ArgumentParser) -> None:
     options.add_compile_budget(
         p, "per trial: a trial still compiling or running after it is killed (timeout)"
     )
+    p.add_argument(
+        "--compile-budget-factor", type=argtypes.non_negative_float, default=5.0, metavar="K",
+        help="once default torch.compile's compile time is known, stop a search trial still "
+        "compiling after K times it (plus the default's run time; at least 60 s, at most "
+        "--compile-budget); 0 keeps --compile-budget alone",
+    )  # fmt: skip
+    p.add_argument(
+        "--warm-start-from", metavar="STUDY",
+        help="start from an earlier study (the same model elsewhere, or a similar model): "
+        "its best configs are measured first, and where the space and objective match, the "
+        "sampler is told its results",
+    )  # fmt: skip
+    p.add_argument(
+        "--warm-start-storage", metavar="URL",
+        help="where the --warm-start-from study is (default: --storage)",
+    )  # fmt: skip
+    p.add_argument(
+        "--warm-start-top", type=argtypes.positive_int, default=5, metavar="K",
+        help="how many of its best configs --warm-start-from queues (default 5)",
+    )  # fmt: skip
+    p.add_argument(
+        "--effort", choices=tuple(EFFORTS), default=None,
+        help="set the space, trials, compile budget and finalists together: quick (the quick "
+        "space, presets and a few trials: minutes), default, thorough (the full space with "
+        "trials sized from it); options given explicitly win",
+    )  # fmt: skip
     p.add_argument(
         "--memory-budget", type=argtypes.size, metavar="SIZE",
         help="peak memory a trial may use (e.g. 8GiB, 500MB): above it a trial is infeasible "
@@ -211,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress(quiet=args.quiet)
     request = _request(args, Deadline.after(args.timeout))
+    if getattr(args, "effort_line", None):
+        progress.note(args.effort_line)
     search = Search(request, on_note=progress.note)
     if args.no_worker:
         return _create_only(search)
@@ -341,6 +380,25 @@ def _core_sets(jobs: int, device: str) -> list[list[int] | None]:
     return [cores[i * share : (i + 1) * share] for i in range(jobs)]
 
 
+def _given(args: argparse.Namespace) -> frozenset[str]:
+    return frozenset(getattr(args, "given", None) or ())
+
+
+def _apply_effort(args: argparse.Namespace) -> None:
+    """Sets what ``--effort`` sets and the command line left alone; those count as given, so
+    a resumed study takes them like explicit options."""
+    if not getattr(args, "effort", None):
+        return
+    given = _given(args)
+    chosen = {k: v for k, v in EFFORTS[args.effort].items() if k not in given and v is not None}
+    for dest, value in chosen.items():
+        setattr(args, dest, value)
+    args.effort_sizes_trials = args.effort == "thorough" and "trials" not in given
+    extra = set(chosen) | ({"trials"} if args.effort == "thorough" else set())
+    if getattr(args, "given", None) is not None:
+        args.given = frozenset(given | (extra - given))
+
+
 def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> SearchRequest:
     import torch
 
@@ -352,6 +410,7 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
     from autotune.trials import MeasureSettings
     from autotune.workload import load_model_file, require_batch_size
 
+    _apply_effort(args)
     max_latency_s = args.max_latency_ms / 1e3 if args.max_latency_ms else None
     batch_sizes = list(args.batch_sizes) if args.batch_sizes else None
     Objective(args.objective, args.calls, batch_sizes, max_latency_s)  # refuses a bad mix
@@ -367,6 +426,15 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         workload=args.workload,
         allow_numerics_changes=args.allow_numerics_changes,
     )
+    if getattr(args, "effort_sizes_trials", False):
+        low, high = THOROUGH_TRIALS
+        args.trials = min(high, max(low, round(space.size * 0.02)))
+    if args.effort:
+        args.effort_line = (
+            f"effort {args.effort}: space {space.name!r}, {args.trials} trials, compile budget "
+            f"{args.compile_budget:.0f} s, {args.finalists} finalists (options given "
+            "explicitly win)"
+        )
     settings = StudySettings(
         model_path=str(model),
         device=device,
@@ -376,6 +444,7 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         torch_version=torch.__version__,
         seed=args.seed,
         compile_budget_s=args.compile_budget,
+        compile_budget_factor=args.compile_budget_factor,
         measure=MeasureSettings(target_seconds=args.measure_seconds),
         sampler=args.sampler,
         scope=args.scope,
@@ -397,9 +466,14 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
     given = getattr(args, "given", None)
     if given is not None:
         given = frozenset(SETTINGS_OF[dest] for dest in given if dest in SETTINGS_OF)
+    warm_start = None
+    if args.warm_start_from:
+        from autotune.study import WarmStart
+
+        warm_start = WarmStart(args.warm_start_from, args.warm_start_storage, args.warm_start_top)
     return SearchRequest(
         study, options.storage(args), settings, given=given,
-        deadline=deadline or Deadline(),
+        deadline=deadline or Deadline(), warm_start=warm_start,
         cache_dir=args.cache_dir, cache_limit_bytes=args.cache_limit,
         device=args.device and device,
         trust_model_path=args.trust_model_path,

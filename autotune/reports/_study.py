@@ -17,6 +17,8 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.errors import UsageError
 from autotune.records import FinalistRound, RecordStore, TrialRecord, Worker, redact_url
 from autotune.study import Decision, Objective, StudySettings, candidates, decide
+from autotune.study._borrow import PRIOR_ATTR
+from autotune.study._search import PRESET_ATTR
 from autotune.study._storage import open_optuna_storage
 
 # Optuna's trial states, as a report names a trial that has no record.
@@ -67,10 +69,11 @@ class TrialRow:
 
     @property
     def label(self) -> str:
-        """``[eager]``, ``[default]`` or ``#7``."""
+        """``[eager]``, ``[default]``, ``#7``, or ``#3 preset NAME`` for a space preset."""
         if self.record is not None and self.record.baseline:
             return f"[{self.record.baseline}]"
-        return f"#{self.number}"
+        preset = self.trial.user_attrs.get(PRESET_ATTR) if self.trial is not None else None
+        return f"#{self.number} preset {preset}" if preset else f"#{self.number}"
 
 
 @dataclass
@@ -249,6 +252,8 @@ def list_studies(storage: str, *, must_exist: bool = False) -> list[StudyData]:
 def _rows(trials: list[FrozenTrial], records: dict[int, TrialRecord]) -> list[TrialRow]:
     rows = []
     for t in trials:
+        if PRIOR_ATTR in t.user_attrs:  # an earlier study's result told to the sampler
+            continue
         record = records.pop(t.number, None)
         if record is not None:
             status = "ok" if record.status == "ok" else (record.failure_kind or "failed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.space import _graph
+from autotune.space import _graph, _presets
 from autotune.space._knob import Knob, did_you_mean, parse_knob
 from autotune.space._validate import (
     LAYERS,
@@ -23,6 +23,7 @@ TOP_KEYS = (
     "extends",
     "remove",
     "allow_numerics_changes",
+    "presets",
 )
 _NUMERICS_HINT = "pass --allow-numerics-changes (or set allow_numerics_changes = true) to search"
 
@@ -34,6 +35,7 @@ class Built:
     knobs: list[Knob] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    presets: list[_presets.Preset] = field(default_factory=list)
 
 
 def build(raw: dict[str, Any], device: str, workload: str, allow_numerics: bool) -> Built:
@@ -53,7 +55,41 @@ def build(raw: dict[str, Any], device: str, workload: str, allow_numerics: bool)
     out.problems += _graph.condition_problems(knobs, broken)
     out.knobs = [k for k in knobs if allowed or not k.numerics]
     out.notes += _numerics_note(knobs, allowed) + _backend_note(knobs)
+    declared, found = _presets.parse(raw.get("presets"), knobs)
+    out.problems += found
+    if not out.problems:
+        out.presets, notes = _usable_presets(declared, out.knobs, context)
+        out.notes += notes
     return out
+
+
+def _usable_presets(
+    declared: list[_presets.Preset], knobs: list[Knob], context: dict[str, Any]
+) -> tuple[list[_presets.Preset], list[str]]:
+    """The mode presets, then the declared ones (a declared name replaces a mode's), less
+    those naming a knob the conditions switch off here."""
+    named = {p.name: p for p in _presets.mode_presets(knobs)}
+    named.update({p.name: p for p in declared})
+    plan = _graph.make_plan(knobs)
+    searched = {k.param for k in knobs}
+    usable, notes = [], []
+    for preset in named.values():
+        numerics = [param for param in preset.values if param not in searched]
+        if numerics:
+            notes.append(
+                f"preset {preset.name!r} is not measured: it sets {', '.join(numerics)}, "
+                "which change numerics (pass --allow-numerics-changes to measure it)"
+            )
+            continue
+        _, inactive = _presets.assign(preset, plan, context)
+        if inactive:
+            notes.append(
+                f"preset {preset.name!r} is not measured here: {', '.join(inactive)} is off "
+                f"for {context['device']} / {context['workload']}"
+            )
+        else:
+            usable.append(preset)
+    return usable, notes
 
 
 def make_context(device: str, workload: str, knobs: list[Knob]) -> dict[str, Any]:

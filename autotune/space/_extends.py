@@ -50,6 +50,8 @@ def _merge(
                 _table(merged, key)[name] = knob
         elif key == "numerics" and isinstance(value, dict):
             _merge_numerics(merged, value)
+        elif key == "presets" and isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged[key] = {**merged[key], **value}  # by name: a child's preset replaces one
         else:
             merged[key] = value
     if not merged["numerics"]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.runtime.config import CompileConfig
-from autotune.space import _build, _extends, _file, _graph
+from autotune.space import _build, _extends, _file, _graph, _presets
 from autotune.space._file import SpaceError
 from autotune.space._knob import Knob
 from autotune.space._validate import NUMERICS_KNOBS, sets_numerics_knob
@@ -30,6 +30,9 @@ class SearchSpace:
         description: One line saying what the space is for.
         device: The device the space was validated for (``cpu``, ``cuda``, ``cuda:1``).
         workload: What is measured (``infer``); conditions may read it.
+        presets: The settings measured in every study, in order: each mode on its own, then
+            the file's ``[presets]`` (see :mod:`autotune.space._presets`).
+        preset_table: The file's ``[presets]`` table as written (``extends`` merged).
     """
 
     name: str
@@ -38,6 +41,8 @@ class SearchSpace:
     description: str = ""
     device: str = "cpu"
     workload: str = "infer"
+    presets: tuple[_presets.Preset, ...] = field(default=(), compare=False)
+    preset_table: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def searches_numerics(self) -> bool:
@@ -67,11 +72,15 @@ class SearchSpace:
         for knob in self.knobs:
             group = tables.setdefault("numerics", {}) if knob.numerics else tables
             group.setdefault(knob.layer, {})[knob.name] = knob.to_value()
+        if self.preset_table:
+            tables["presets"] = {k: dict(v) for k, v in self.preset_table.items()}
         return tables
 
     def content_hash(self) -> str:
-        """First 16 hex digits of the sha256 of :meth:`to_dict` (the description left out)."""
-        content = {k: v for k, v in self.to_dict().items() if k != "description"}
+        """First 16 hex digits of the sha256 of :meth:`to_dict` (the description and presets
+        left out: they change which configurations come first, not which exist)."""
+        skip = ("description", "presets")
+        content = {k: v for k, v in self.to_dict().items() if k not in skip}
         text = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -87,6 +96,15 @@ class SearchSpace:
             return knob.from_param(params[knob.param]) if knob.param in params else knob.first()
 
         return config_from_values(self._plan.assign(pick, self._context))
+
+    def preset(self, name: str) -> _presets.Preset | None:
+        return next((p for p in self.presets if p.name == name), None)
+
+    def preset_config(self, preset: _presets.Preset) -> CompileConfig:
+        """The configuration ``preset`` compiles, the whole model: exactly the knobs it names,
+        everything else as torch (and the preset's mode) leaves it, as a user trying it by
+        hand would write ``torch.compile(model, mode=..., options=...)``."""
+        return config_from_values(dict(preset.values))
 
     def relaxes_numerics(self, config: CompileConfig) -> bool:
         """True when ``config`` sets a numerics-changing knob (one of the ``[numerics]`` group,
@@ -195,6 +213,8 @@ def _make(
         description=str(raw.get("description", "")),
         device=device,
         workload=workload,
+        presets=tuple(built.presets),
+        preset_table=dict(raw.get("presets") or {}) if not problems else {},
     )
 
 

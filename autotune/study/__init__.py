@@ -7,6 +7,7 @@ trials, and :func:`finalize` chooses the winner from the records and writes the 
 from __future__ import annotations
 
 from autotune.study._best import best_config
+from autotune.study._borrow import WarmStart
 from autotune.study._cache_export import export_cache
 from autotune.study._finalize import Decision, decide, finalist_candidates, finalize
 from autotune.study._merge import merge_files
@@ -29,6 +30,7 @@ __all__ = [
     "SearchRequest",
     "StudyNotFound",
     "StudySettings",
+    "WarmStart",
     "best_config",
     "break_even_calls",
     "candidates",

@@ -43,6 +43,8 @@ def best_config(
     chosen, note = against_default(best, pool, objective, records)
     if chosen is None:
         return do_not_compile(records, settings, study, storage, note, best)
+    chosen, preset_note = against_preset(chosen, pool, objective, records, settings)
+    note += preset_note
     reason = f"trial {chosen.trial_number} was the best correct configuration "
     reason += f"({objective.describe()}): {spread(chosen, objective)}{note}"
     return emit(chosen, reason, objective, pool, records, settings, study, storage, fresh)
@@ -153,6 +155,33 @@ def against_default(
     if refusal(default, objective, records) is None:
         return default, f"; {within}, so the default compile is recommended"
     return None, f"{within}, and the default compile is not reliably faster than eager"
+
+
+def against_preset(
+    best: TrialRecord,
+    pool: list[TrialRecord],
+    objective: Objective,
+    records: list[TrialRecord],
+    settings: StudySettings,
+) -> tuple[TrialRecord, str]:
+    """A tuned config that does not beat the best preset of the space by more than the
+    measured spread gives way to the preset, which sets fewer knobs (when it is shippable)."""
+    from autotune.study._presets import preset_hashes
+
+    names = preset_hashes(settings)
+    if not names or best.baseline is not None or best.config_hash in names:
+        return best, ""
+    presets = [r for r in pool if r.config_hash in names and r.baseline is None]
+    preset = max(presets, key=lambda r: objective.score(r) or 0.0, default=None)
+    if preset is None or objective.spread(best)[0] > objective.spread(preset)[1]:
+        return best, ""
+    if refusal(preset, objective, records) is not None:
+        return best, ""
+    return preset, (
+        f"; the tuned trial {best.trial_number} ({_score(best, objective)}) did not beat the "
+        f"preset {names[preset.config_hash]!r} ({_score(preset, objective)}) by more than the "
+        "measured spread, so the preset is recommended"
+    )
 
 
 def spread(r: TrialRecord, objective: Objective | None = None) -> str:

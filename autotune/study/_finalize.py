@@ -24,6 +24,7 @@ from autotune.study._identity import local_device_name, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import PickRule
 from autotune.study._pick import pareto_finalists, pick_from_front
+from autotune.study._presets import best_preset
 from autotune.study._settings import StudySettings
 from autotune.study._stale import recover_stale
 from autotune.study._storage import grace_s, open_optuna_storage
@@ -211,7 +212,8 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
     """The records :func:`finalize` re-measures: the best ``settings.finalists`` configs (for
     ``--pareto``, those on the front the --pick rule admits) and default compile; none when
     ``settings.finalists`` is 0 or no compiled config qualifies. No configuration is in it
-    twice (its key: the config, and the batch size where searched)."""
+    twice (its key: the config, and the batch size where searched). The best preset of the
+    space measured is always among them, so the winner is re-measured beside it."""
     if not settings.finalists:
         return []
     if settings.pareto:
@@ -219,6 +221,9 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
         chosen = pareto_finalists(records, settings.pareto, rule, settings.finalists)
     else:
         chosen = pick_finalists(records, Objective.of(settings), settings.finalists)
+    preset = best_preset(records, settings)
+    if chosen and preset is not None and preset not in chosen:
+        chosen.append(preset)
     unique: dict[str, TrialRecord] = {}
     for r in chosen:
         unique.setdefault(r.config_hash, r)

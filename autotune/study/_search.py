@@ -23,15 +23,16 @@ from autotune._deadline import Deadline, DeadlineReached
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.runtime.config import CompileConfig
-from autotune.scope import ScopePlan, plan_scopes
+from autotune.scope import SCOPE_PARAM, ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
+from autotune.study._borrow import BORROWED_ATTR, WarmStart, borrow
 from autotune.study._cache import DEFAULT_LIMIT_BYTES, cache_bytes, prune
 from autotune.study._explore import ExploringSampler
 from autotune.study._identity import device_type, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import DIRECTIONS
 from autotune.study._records import to_record, trial_key
-from autotune.study._settings import StudySettings, settle
+from autotune.study._settings import ADAPTIVE_FLOOR_S, StudySettings, settle
 from autotune.study._stale import (
     CONSTRAINT_ATTR,
     TELL_REFUSED,
@@ -55,6 +56,7 @@ BATCH_ATTR = "autotune.batch_size"
 BATCH_PARAM = "workload.batch_size"
 KEY_ATTR = "autotune.key"  # what the trial measures: config hash (and batch size)
 SCOPE_ATTR = "autotune.scope"
+PRESET_ATTR = "autotune.preset"  # the space preset a trial measures
 BASELINES = ("eager", "default")
 SCOPE_CLAIM = "scope_plan"
 # What the study's values are, by objective (and by --pareto axis), for Optuna's tools.
@@ -96,6 +98,7 @@ class SearchRequest:
         trust_model_path: Run the model file even if its content differs from the study's.
         allow_version_mismatch: Join even if this torch or triton differs from the study's.
         cache_limit_bytes: Past this, the kernel cache's oldest files are removed.
+        warm_start: An earlier study to start from (``--warm-start-from``), borrowed once.
     """
 
     study_name: str
@@ -109,6 +112,7 @@ class SearchRequest:
     trust_model_path: bool = False
     allow_version_mismatch: bool = False
     cache_limit_bytes: int = DEFAULT_LIMIT_BYTES
+    warm_start: WarmStart | None = None
 
 
 class Search:
@@ -186,6 +190,13 @@ class Search:
             self.ended = "budget met"
             return
         self._enqueue_missing_baselines()
+        self._enqueue_presets()
+        if self.request.warm_start is not None:
+            scope = SCOPE_PARAM if self.settings.scope == "search" else None
+            self._db(
+                borrow, self.study, self.space, self.settings, scope, self.request.warm_start,
+                self.request.storage, self.on_note,
+            )  # fmt: skip
         early: optuna.Trial | None = None  # a search trial asked before the scope plan is known
         try:
             while self._pending_baselines() and not self._must_stop():
@@ -254,8 +265,9 @@ class Search:
 
     def prepare(self) -> None:
         """Readies the study for workers without running a trial (``--no-worker``): its
-        baselines wait in the queue for the first process that asks."""
+        baselines and presets wait in the queue for the first process that asks."""
         self._enqueue_missing_baselines()
+        self._enqueue_presets()
 
     def wait_for_others(self, on_wait: Callable[[int], None] = lambda running: None) -> None:
         """Waits until no search trial runs in another process (or the deadline passes), so
@@ -368,13 +380,16 @@ class Search:
                 "reach the database; it is left to the retry that process queued"
             )
             return None
-        label = f"[{baseline}] " if baseline else ""
+        preset, borrowed = trial.user_attrs.get(PRESET_ATTR), trial.user_attrs.get(BORROWED_ATTR)
+        label = f"[{baseline}] " if baseline else (f"[preset {preset}] " if preset else "")
+        label = f"[from {borrowed}] " if borrowed and not label else label
         self.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")
         reused = self._reuse(trial, key)
         if reused is not None:
             result, duplicate_of = reused
         else:
-            budget = self.deadline.budget(self.settings.compile_budget_s)
+            allowed = self._trial_budget(baseline, batch)
+            budget = self.deadline.budget(allowed)
             cache = self.request.cache_dir
             before = self._prune_cache()
             spec = self._spec(config, batch, budget, trial.number)
@@ -384,7 +399,7 @@ class Search:
             result.batch_size = batch
             result.cache_bytes_written = max(0, cache_bytes(cache) - before)
             result.environment = {**result.environment, "worker": self._worker()}
-            cut = result.failure_kind == "timeout" and budget < self.settings.compile_budget_s
+            cut = result.failure_kind == "timeout" and budget < allowed
             if self._stopping.is_set() or cut:
                 return None
             result = self._within_budgets(result)
@@ -454,6 +469,9 @@ class Search:
             return None
         if baseline == "default":
             return CompileConfig()
+        preset = self.space.preset(str(trial.user_attrs.get(PRESET_ATTR)))
+        if preset is not None:
+            return self.space.preset_config(preset)
         if self.plan is None:
             return self.space.suggest(trial)
         named = self.plan.suggest_named(trial)
@@ -562,6 +580,29 @@ class Search:
             result.error = f"latency {latency * 1e3:.3g} ms exceeds --max-latency-ms {cap * 1e3:g}"
         return result
 
+    def _trial_budget(self, baseline: str | None, batch: int | None) -> float:
+        """The baselines get the whole compile budget; a search trial the adaptive one, once
+        default torch.compile's compile time is known (see StudySettings.trial_budget_s)."""
+        if baseline is not None:
+            return self.settings.compile_budget_s
+        default = next(
+            (r for r in self._db(self.records.baselines, self._name)
+             if r.baseline == "default" and r.status == "ok" and r.batch_size == batch),
+            None,
+        )  # fmt: skip
+        if default is None:
+            return self.settings.compile_budget_s
+        budget = self.settings.trial_budget_s(default.compile_time_s, default.wall_time_s)
+        factor = self.settings.compile_budget_factor
+        if budget < self.settings.compile_budget_s:
+            self._note_once(
+                f"compile budget: {budget:.0f} s per trial, {factor:g}x "
+                f"default torch.compile's {default.compile_time_s:.1f} s compile plus its run "
+                f"(--compile-budget-factor; at least {ADAPTIVE_FLOOR_S:.0f} s, at most "
+                f"--compile-budget {self.settings.compile_budget_s:.0f} s)"
+            )
+        return budget
+
     def _default_speedup(self, batch: int | None) -> float | None:
         for record in self._db(self.records.baselines, self._name):
             if record.baseline == "default" and record.status == "ok":
@@ -614,6 +655,29 @@ class Search:
                 if (name, batch) not in done and (name, batch) not in pending:
                     attrs: dict[str, Any] = {BASELINE_ATTR: name, BATCH_ATTR: batch}
                     self._db(self.study.enqueue_trial, {}, attrs)
+
+    def _enqueue_presets(self) -> None:
+        """The space's presets (each mode on its own, then its ``[presets]``) are queued once
+        per study, after the baselines, so that the tuned config is measured against what a
+        user would try by hand; at most half the trial budget goes to them."""
+        presets = list(self.space.presets)
+        if not presets:
+            return
+        trials = self._db(lambda: self.study.get_trials(deepcopy=False))
+        if any(PRESET_ATTR in t.user_attrs for t in trials):
+            return
+        room = self.settings.trials // 2
+        chosen, left = presets[:room], presets[room:]
+        for preset in chosen:
+            self._db(self.study.enqueue_trial, {}, {PRESET_ATTR: preset.name})
+        if chosen:
+            names = ", ".join(p.name for p in chosen)
+            self.on_note(f"presets: measuring {names} (after the baselines)")
+        if left:
+            self.on_note(
+                f"presets: {', '.join(p.name for p in left)} not measured: the budget of "
+                f"{self.settings.trials} trials gives at most half of them to presets"
+            )
 
     def _settle_settings(self) -> StudySettings:
         """Creates the study's settings, or settles what this run asked for against the stored

@@ -13,7 +13,9 @@ from autotune.trials._spec import DEFAULT_PRECISION
 # What may change when a study is resumed: how many trials it runs and how the winner is
 # chosen from them. Every other setting decides what a trial measures, so a trial measured
 # under another value would not compare with the others.
-CHANGEABLE = ("trials", "finalists", "pick", "warm_start", "finalist_precision")
+CHANGEABLE = (
+    "trials", "finalists", "pick", "warm_start", "finalist_precision", "compile_budget_factor"
+)  # fmt: skip
 # The command-line option that sets each setting, for messages.
 OPTIONS = {
     "model_path": "the model file",
@@ -22,6 +24,7 @@ OPTIONS = {
     "workload": "--workload",
     "seed": "--seed",
     "compile_budget_s": "--compile-budget",
+    "compile_budget_factor": "--compile-budget-factor",
     "measure": "--measure-seconds",
     "sampler": "--sampler",
     "scope": "--scope",
@@ -39,6 +42,11 @@ OPTIONS = {
 }
 
 
+# The adaptive budget never stops a trial sooner than this: a small model's default compile
+# takes seconds, and a max-autotune compile several times that can still win.
+ADAPTIVE_FLOOR_S = 60.0
+
+
 @dataclass(frozen=True)
 class StudySettings:
     """Every setting a trial needs, and how the study chooses its winner, independent of who
@@ -52,6 +60,10 @@ class StudySettings:
     workload: str = "infer"
     seed: int = 0
     compile_budget_s: float = 600.0
+    # A search trial is stopped as `timeout` after this many times default torch.compile's
+    # compile time (plus its run time, at least ADAPTIVE_FLOOR_S, at most compile_budget_s);
+    # 0 keeps compile_budget_s alone.
+    compile_budget_factor: float = 5.0
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     sampler: str = "tpe"
     scope: str = "search"  # "search": probe parts and search scopes; "whole": whole model only
@@ -72,6 +84,19 @@ class StudySettings:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def trial_budget_s(
+        self, default_compile_s: float | None, default_wall_s: float | None
+    ) -> float:
+        """A search trial's budget (OpenTuner's adaptive time limit): once default
+        torch.compile's compile time is known, ``compile_budget_factor`` times it plus the
+        default trial's run time (measuring, eager included), never below
+        :data:`ADAPTIVE_FLOOR_S` nor above ``compile_budget_s``."""
+        if not self.compile_budget_factor or default_compile_s is None:
+            return self.compile_budget_s
+        running = max(0.0, (default_wall_s or default_compile_s) - default_compile_s)
+        adaptive = self.compile_budget_factor * default_compile_s + running
+        return min(self.compile_budget_s, max(ADAPTIVE_FLOOR_S, adaptive))
 
     def trial_spec(
         self,

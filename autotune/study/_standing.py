@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from optuna.trial import TrialState
 
+from autotune.study._borrow import PRIOR_ATTR
 from autotune.study._search import BASELINE_ATTR
 from autotune.study._stale import METRIC_PREFIX
 
@@ -36,9 +37,11 @@ def standing(search: Search) -> Standing:
     running = sum(1 for t in trials if BASELINE_ATTR not in t.user_attrs)
     if search.settings.pareto:
         return Standing(done, running)
-    try:
-        best = search.study.best_trial
-    except ValueError:  # nothing told yet
+    finished = search.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    # an earlier study's results told to the sampler (--warm-start-from) are not this study's
+    own = [t for t in finished if PRIOR_ATTR not in t.user_attrs and t.value is not None]
+    if not own:
         return Standing(done, running)
+    best = max(own, key=lambda t: t.value or 0.0)
     speedup = best.user_attrs.get(f"{METRIC_PREFIX}speedup_vs_eager")
     return Standing(done, running, best.number, best.value, speedup)

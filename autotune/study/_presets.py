@@ -1,0 +1,31 @@
+"""The space's presets among a study's records: which trials measured them, and the best."""
+
+from __future__ import annotations
+
+from autotune.records import TrialRecord
+from autotune.study._objective import Objective
+from autotune.study._settings import StudySettings
+
+
+def preset_hashes(settings: StudySettings) -> dict[str, str]:
+    """The config hash of each preset of the study's space, to its name (none when the stored
+    space does not load with this torch)."""
+    from autotune.space import SpaceError, space_from_dict
+
+    try:
+        space = space_from_dict(settings.space, settings.device, workload=settings.workload)
+    except (SpaceError, RuntimeError):  # e.g. a CUDA study's space read where torch lacks CUDA
+        return {}
+    return {space.preset_config(p).config_hash(): p.name for p in space.presets}
+
+
+def best_preset(records: list[TrialRecord], settings: StudySettings) -> TrialRecord | None:
+    """The study's best-scoring measured preset (not a duplicate), if any."""
+    hashes = preset_hashes(settings)
+    measured = [
+        r for r in records
+        if r.config_hash in hashes and r.status == "ok" and r.baseline is None
+        and r.duplicate_of is None
+    ]  # fmt: skip
+    objective = Objective.of(settings)
+    return max(measured, key=lambda r: objective.score(r) or 0.0, default=None)

@@ -1,0 +1,119 @@
+"""Presets in the search: queued after the baselines, measured as written, and the best of
+them re-measured beside the winner."""
+
+from __future__ import annotations
+
+import torch
+
+from autotune.records import RecordStore
+from autotune.space import load_space
+from autotune.study import (
+    Search,
+    SearchRequest,
+    StudySettings,
+    best_config,
+    finalist_candidates,
+)
+from autotune.study._search import PRESET_ATTR
+from autotune.trials import TrialResult, TrialSpec
+
+
+class ByPreset:
+    """Speedup by what a config sets: freezing 1.5x, a larger fusion size 1.3x, else 1.1x."""
+
+    def __init__(self) -> None:
+        self.specs: list[TrialSpec] = []
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        self.specs.append(spec)
+        if spec.config is None:
+            speedup = 1.0
+        elif spec.config["options"] == {"freezing": True}:
+            speedup = 1.5 if spec.config["dynamic"] is None else 1.505  # within the spread
+        elif spec.config["options"].get("freezing"):
+            speedup = 1.5
+        elif spec.config["options"].get("max_fusion_size") == 128:
+            speedup = 1.3
+        else:
+            speedup = 1.1
+        return TrialResult(
+            status="ok", compile_time_s=0.5, latency_median_s=1e-3 / speedup,
+            latency_iqr_s=1e-5, eager_latency_median_s=1e-3, speedup_vs_eager=speedup,
+            speedup_vs_eager_q1=speedup - 0.01, speedup_vs_eager_q3=speedup + 0.01,
+            peak_memory_bytes=1, environment={"host": "h", "torch": "2.13.0"},
+            model={"sha256": "abc", "parameters": 1}, inputs=["(4x16:float32)"],
+        )  # fmt: skip
+
+
+def _request(tmp_path, model_file, space_file, trials: int) -> SearchRequest:
+    space = load_space(space_file("presets"), "cpu")
+    settings = StudySettings(
+        model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
+        space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
+        trials=trials, finalists=1,
+    )  # fmt: skip
+    return SearchRequest("s", f"sqlite:///{tmp_path}/t.db", settings)
+
+
+def test_presets_run_after_the_baselines_each_as_written(tmp_path, model_file, space_file):
+    runner, notes = ByPreset(), []
+    request = _request(tmp_path, model_file, space_file, trials=6)
+    search = Search(request, runner, on_note=notes.append)
+    records = search.run()
+
+    presets = [t.user_attrs.get(PRESET_ATTR) for t in search.study.get_trials()]
+    assert presets[:5] == [None, None, "max-autotune-no-cudagraphs", "freezing", "fusion"]
+    configs = [s.config for s in runner.specs[2:5]]
+    assert configs[0]["mode"] == "max-autotune-no-cudagraphs" and configs[0]["dynamic"] is None
+    assert configs[1]["options"] == {"freezing": True}
+    assert configs[2]["options"] == {"max_fusion_size": 128} and configs[2]["dynamic"] is True
+    assert any(
+        "presets: measuring max-autotune-no-cudagraphs, freezing, fusion" in n for n in notes
+    )
+    assert sum(r.baseline is None for r in records if r.duplicate_of is None) == 6
+
+    # a second run of the same study queues them no more
+    Search(request, ByPreset()).run()
+    again = [t for t in search.study.get_trials() if PRESET_ATTR in t.user_attrs]
+    assert len(again) == 3
+
+
+def test_the_budget_gives_presets_at_most_half(tmp_path, model_file, space_file):
+    notes: list[str] = []
+    search = Search(_request(tmp_path, model_file, space_file, trials=2), ByPreset(),
+                    on_note=notes.append)  # fmt: skip
+    search.run()
+    queued = [
+        t.user_attrs[PRESET_ATTR] for t in search.study.get_trials() if PRESET_ATTR in t.user_attrs
+    ]
+    assert queued == ["max-autotune-no-cudagraphs"]
+    assert any("freezing, fusion not measured" in n for n in notes)
+
+
+def test_the_best_preset_is_always_a_finalist(tmp_path, model_file, space_file):
+    request = _request(tmp_path, model_file, space_file, trials=6)
+    search = Search(request, ByPreset())
+    search.run()
+    with RecordStore(request.storage) as store:
+        records = store.trials("s")
+    chosen = finalist_candidates(records, search.settings)
+    # one finalist by the budget, default compile, and the best preset: freezing (1.5x)
+    assert any(r.config and r.config["options"] == {"freezing": True} for r in chosen)
+    assert any(r.baseline == "default" for r in chosen)
+
+
+def test_a_tuned_config_within_the_spread_of_a_preset_gives_way_to_it(
+    tmp_path, model_file, space_file
+):
+    request = _request(tmp_path, model_file, space_file, trials=4)
+    search = Search(request, ByPreset())
+    tuned = {"compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
+             "inductor.max_fusion_size": 64}  # fmt: skip
+    search.study.enqueue_trial(tuned)  # 1.505x: a hair above the freezing preset's 1.5x
+    search.run()
+    with RecordStore(request.storage) as store:
+        records = store.trials("s")
+    best = best_config(records, search.settings, "s", request.storage)
+    assert best.config is not None and best.config.options == {"freezing": True}
+    assert best.config.dynamic is None
+    assert "did not beat the preset 'freezing'" in best.reason
