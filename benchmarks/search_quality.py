@@ -71,21 +71,32 @@ def every_assignment(space: Any) -> list[dict[str, Any]]:
     return out
 
 
-def measure(model: str, space_path: str, out: str, device: str, limit: int | None) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def configs_of(space: Any) -> dict[str, tuple[dict[str, Any], Any]]:
+    """Every distinct configuration of the space (and of its presets), by config hash, with
+    the Optuna parameters that draw it (none for a preset the knobs cannot express)."""
+    from autotune.space import config_from_values
 
-    from autotune.space import config_from_values, load_space
-    from autotune.trials import MeasureSettings, TrialSpec, WarmHostRunner
-
-    space = load_space(space_path, device)
     drawn = {k.param for k in space.knobs if k.count > 1}
     configs: dict[str, tuple[dict[str, Any], Any]] = {}
     for values in every_assignment(space):
         config = config_from_values(values)
-        configs.setdefault(
-            config.config_hash(), ({k: v for k, v in values.items() if k in drawn}, config)
-        )
+        params = {k: v for k, v in values.items() if k in drawn}
+        configs.setdefault(config.config_hash(), (params, config))
+    for preset in space.presets:
+        config = space.preset_config(preset)
+        configs.setdefault(config.config_hash(), ({}, config))
+    return configs
+
+
+def measure(model: str, space_path: str, out: str, device: str, limit: int | None) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from autotune.space import load_space
+    from autotune.trials import MeasureSettings, TrialSpec, WarmHostRunner
+
+    space = load_space(space_path, device)
+    configs = configs_of(space)
     items = list(configs.items())[:limit] if limit else list(configs.items())
     print(f"{space.name}: {len(items)} distinct configurations of {space.size}", file=sys.stderr)
     rows: list[dict[str, Any]] = []
@@ -278,8 +289,9 @@ def _warm_start(table: Table, seeds: int, budget: int) -> dict[str, Any]:
         earlier = run_study(table, "tpe-autotune+presets", 1000 + seed, budget)
         prior = []
         for digest, value in earlier:
-            if value is not None:
-                prior.append((json.loads(table.rows[digest]["params"]), value))
+            params = json.loads(table.rows[digest]["params"])
+            if value is not None and params:  # a preset has no params: measured here anyway
+                prior.append((params, value))
         prior.sort(key=lambda pv: pv[1], reverse=True)
         cold.append(_first_hit(table, run_study(table, "tpe-autotune+presets", seed, budget)))
         warm.append(_first_hit(table, run_study(table, "tpe-autotune+presets", seed, budget,
