@@ -106,6 +106,11 @@ def _show(name: str, device: str | None) -> int:
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         print("  ".join([*cells, row[3]]).rstrip())
+    if plain.presets:
+        print("\npresets, measured in every study after the baselines, in this order:")
+        for preset in plain.presets:
+            sets = ", ".join(f"{k} = {_toml(v)}" for k, v in preset.values.items())
+            print(f"  {preset.name}: {sets}")
     for note in plain.notes:
         print(f"note: {note}")
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 from autotune.space import _file
 from autotune.space._file import SpaceError
 from autotune.space._knob import did_you_mean
+from autotune.space._presets import as_table
 from autotune.space._validate import LAYERS, NUMERICS_LAYERS
 
 
@@ -50,8 +51,9 @@ def _merge(
                 _table(merged, key)[name] = knob
         elif key == "numerics" and isinstance(value, dict):
             _merge_numerics(merged, value)
-        elif key == "presets" and isinstance(value, dict) and isinstance(base.get(key), dict):
-            merged[key] = {**merged[key], **value}  # by name: a child's preset replaces one
+        elif key == "presets" and isinstance(as_table(base.get(key)), dict):
+            # by name: a child's preset replaces the base's of that name, new ones come after
+            merged[key] = {**as_table(merged[key]), **(as_table(value) or {})}
         else:
             merged[key] = value
     if not merged["numerics"]:

@@ -30,8 +30,22 @@ class Preset:
     values: Mapping[str, Any] = field(default_factory=dict)
 
 
+def as_table(raw: Any) -> Any:
+    """``[presets]`` as a table in its order: the stored form is a list of tables, each with
+    its ``name`` (a list keeps its order where a stored table's keys get sorted)."""
+    if isinstance(raw, list) and all(isinstance(p, dict) and "name" in p for p in raw):
+        return {str(p["name"]): {k: v for k, v in p.items() if k != "name"} for p in raw}
+    return raw
+
+
+def as_list(table: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stored form of a ``[presets]`` table (see :func:`as_table`)."""
+    return [{"name": name, **dict(values)} for name, values in table.items()]
+
+
 def parse(raw: Any, knobs: Sequence[Knob]) -> tuple[list[Preset], list[str]]:
-    """The ``[presets]`` table's presets, and every problem with it."""
+    """The ``[presets]`` table's presets (or the stored list's), and every problem with it."""
+    raw = as_table(raw)
     if raw is None:
         return [], []
     if not isinstance(raw, dict):

@@ -72,8 +72,8 @@ class SearchSpace:
         for knob in self.knobs:
             group = tables.setdefault("numerics", {}) if knob.numerics else tables
             group.setdefault(knob.layer, {})[knob.name] = knob.to_value()
-        if self.preset_table:
-            tables["presets"] = {k: dict(v) for k, v in self.preset_table.items()}
+        if self.preset_table:  # a list: the order is kept where stored keys are sorted
+            tables["presets"] = _presets.as_list(self.preset_table)
         return tables
 
     def content_hash(self) -> str:
@@ -214,7 +214,7 @@ def _make(
         device=device,
         workload=workload,
         presets=tuple(built.presets),
-        preset_table=dict(raw.get("presets") or {}) if not problems else {},
+        preset_table=dict(_presets.as_table(raw.get("presets")) or {}) if not problems else {},
     )
 
 

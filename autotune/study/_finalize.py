@@ -118,7 +118,9 @@ def finalize(
     decision.round = found
     decision.remeasured = finalists is not None and found is None
     if out is not None:
-        on_note(write_entry(out, decision.best))
+        written = write_entry(out, decision.best)
+        if not written.startswith("wrote "):  # a new file is said by the caller's summary
+            on_note(written)
     return decision
 
 

@@ -46,7 +46,7 @@ def test_replay_reports_fractions_of_the_optimum(tmp_path, space_file):
     path = _table(tmp_path, space_file("presets"))
     size = len(search_quality.configs_of(load_space(space_file("presets"), "cpu")))
     result = search_quality.replay(
-        str(path), seeds=3, budgets=[2, size], strategies=["random", "tpe-autotune+presets"]
+        str(path), seeds=3, budgets=[2, size], strategies=["random", "tpe-multivariate+presets"]
     )
     for by_budget in result["strategies"].values():
         small, whole = by_budget["2"], by_budget[str(size)]
@@ -54,4 +54,4 @@ def test_replay_reports_fractions_of_the_optimum(tmp_path, space_file):
         assert whole["median_fraction"] == 1 and whole["optimum_within_noise"] == 1
     assert result["warm_start"]["budget"] == size
     text = search_quality.render(result)
-    assert "| tpe-autotune+presets |" in text and "warm start" in text
+    assert "| tpe-multivariate+presets |" in text and "warm start" in text

@@ -28,6 +28,10 @@ def test_show_prints_each_knob_with_its_type_and_default_on_this_torch(capsys):
     assert "when 512 in cpu_vector_widths" in row
     assert "inductor.cpp.enable_unsafe_math_opt_flag [numerics]" in out
     assert "with --allow-numerics-changes" in out
+    assert (
+        '  max-autotune-no-cudagraphs+freezing: compile.mode = "max-autotune-no-cudagraphs", '
+        "inductor.freezing = true"
+    ) in out
 
 
 def test_show_validates_for_the_device_the_space_is_named_after(capsys):

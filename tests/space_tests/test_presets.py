@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,15 @@ def test_presets_survive_the_stored_form_and_do_not_change_the_space_hash(tmp_pa
     assert plain.content_hash() == with_presets.content_hash()
     again = space_from_dict(with_presets.to_dict(), "cpu")
     assert [p.name for p in again.presets] == ["max-autotune-no-cudagraphs", "big"]
+
+
+def test_the_declared_order_survives_storage_that_sorts_keys(tmp_path):
+    """The budget takes presets in order; records store JSON with sorted keys."""
+    space = _space(tmp_path, SPACE + '[presets]\nzz = { "inductor.freezing" = true }\n'
+                   'aa = { "inductor.max_fusion_size" = 128 }\n')  # fmt: skip
+    stored = json.loads(json.dumps(space.to_dict(), sort_keys=True))
+    again = space_from_dict(stored, "cpu")
+    assert [p.name for p in again.presets] == ["max-autotune-no-cudagraphs", "zz", "aa"]
 
 
 def test_a_child_space_replaces_or_adds_presets_by_name(tmp_path):

@@ -114,7 +114,9 @@ def test_a_duplicate_does_not_count_and_the_next_proposal_is_random(request_for,
     """With a sampler stuck on one point, every proposal after the first is a duplicate:
     duplicates reuse the result without counting, and the proposal after each is drawn at
     random, so the budget of new configurations is still measured."""
-    monkeypatch.setattr("autotune.study._search._sampler", lambda name, seed: StuckSampler())
+    monkeypatch.setattr(
+        "autotune.study._search._sampler", lambda name, seed, trials: StuckSampler()
+    )
     runner = TableRunner()
     request = request_for(trials=3)
     request.deadline = Deadline.after(120)  # without exploring, the loop would spin to here
