@@ -12,8 +12,7 @@ search.
 Each run is a new Python process with a new, empty Inductor cache directory, so "without"
 is a cold compile as on a newly deployed machine, "cache" loads only the shipped archive, and
 "aot" loads the package (where the file has one; the row is left out otherwise). The file
-must carry a cache (autotune search --save-cache [--save-aot], or autotune cache export
-[--aot]).
+must carry a cache (autotune search --save-cache, or autotune cache export).
 """
 
 from __future__ import annotations

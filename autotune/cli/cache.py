@@ -19,11 +19,11 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "Inductor cache, call it on the study's inputs (get_inputs of the model file), pack "
         "the cache it filled as NAME.DEVICE.cache.tar.gz beside the file, and record its SHA-256, "
         "size and the machine facts it is valid for (torch, triton, CUDA, Python, device, "
-        "CPU threads) in the file. With --aot, also package the whole model with "
-        "AOTInductor (NAME.DEVICE.pt2), checked against eager before it is written, where the "
-        "config compiles the whole model as one graph. A file with entries for several "
-        "machines gets the artifacts of this machine's entry. `autotune search --save-cache "
-        "[--save-aot]` does the same after a search.",
+        "CPU threads) in the file. Where the config compiles the whole model as one graph, "
+        "also package it with AOTInductor (NAME.DEVICE.pt2), checked against eager before it "
+        "is written (a note says why not otherwise). A file with entries for several machines "
+        "gets the artifacts of this machine's entry. `autotune search --save-cache` does the "
+        "same after a search.",
     )
     p.add_argument("action", choices=("export",), help="what to do")
     p.add_argument("file", help="the best-config file (autotune search --out)")
@@ -32,12 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         help="the model file (default: the path the file records, model.source)",
     )  # fmt: skip
     p.add_argument(
-        "--aot", action="store_true",
-        help="also write an AOTInductor package (autotune.apply loads it and compiles nothing)",
+        "--no-aot", action="store_true",
+        help="do not write the AOTInductor package (the Inductor cache only)",
     )  # fmt: skip
     p.add_argument(
         "--no-cache", action="store_true",
-        help="do not export the Inductor cache (with --aot: the package only)",
+        help="do not export the Inductor cache (the AOTInductor package only)",
     )  # fmt: skip
     options.add_debug(p)
     return p
@@ -47,13 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from autotune.runtime import ConfigError
     from autotune.study import export_cache
 
-    if args.no_cache and not args.aot:
+    if args.no_cache and args.no_aot:
         from autotune.errors import UsageError
 
-        raise UsageError("--no-cache leaves nothing to export; add --aot, or drop --no-cache.")
+        raise UsageError("--no-cache with --no-aot leaves nothing to export; drop one of them.")
     try:
         export_cache(args.file, args.model, on_note=lambda note: print(note, flush=True),
-                     cache=not args.no_cache, aot=args.aot)  # fmt: skip
+                     cache=not args.no_cache, aot=not args.no_aot)  # fmt: skip
     except ConfigError as exc:
         from autotune.errors import UsageError
 

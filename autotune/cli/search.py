@@ -138,15 +138,14 @@ def _budgets(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--save-cache", action="store_true",
-        help="after writing the file, export the compile cache of its config beside it "
-        "(NAME.DEVICE.cache.tar.gz): autotune.apply then loads it and skips the cold compile",
+        help="after writing the file, ship what skips the cold compile beside it: the compile "
+        "cache of its config (NAME.DEVICE.cache.tar.gz) and, where the winner compiles the "
+        "whole model as one graph, an AOTInductor package of it (NAME.DEVICE.pt2, checked "
+        "against eager first; a note says why not otherwise); autotune.apply loads them",
     )  # fmt: skip
     p.add_argument(
         "--save-aot", action="store_true",
-        help="after writing the file, package the whole model with AOTInductor beside it "
-        "(NAME.DEVICE.pt2), checked against eager first: autotune.apply then loads it and "
-        "compiles nothing; written only when the winner compiles the whole model as one "
-        "graph (a note says why not otherwise)",
+        help="after writing the file, write the AOTInductor package alone (no cache archive)",
     )  # fmt: skip
     p.add_argument(
         "--remeasure", action="store_true",
@@ -289,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
             from autotune.study import export_cache
 
             export_cache(args.out, search.local.model_path, on_note=progress.note,
-                         cache=args.save_cache, aot=args.save_aot)  # fmt: skip
+                         cache=args.save_cache, aot=True)  # fmt: skip
     return 0
 
 

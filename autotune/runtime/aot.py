@@ -148,7 +148,7 @@ def load_package(entry: dict[str, Any], package: Path, model: torch.nn.Module) -
             f"The AOTInductor package {package} has SHA-256 {actual[:16]}…, but the best-config "
             f"file records {str(entry.get('sha256'))[:16]}…: it was changed or replaced after it "
             "was written. It is not loaded, since a package holds a shared object that runs when "
-            "loaded. Export it again (autotune cache export --aot), or pass cache=False to "
+            "loaded. Export it again (autotune cache export), or pass cache=False to "
             "compile instead."
         )
     lacking = _torch_lacks(dynamic=False)

@@ -86,9 +86,9 @@ def apply(
             process and model, and warn once (:class:`EnvironmentMismatchWarning`) per
             difference. The config is applied either way.
         cache: Use what the file ships to skip the cold compile, when it is valid for this
-            machine: its AOTInductor package (``autotune search --save-aot``; the model must
-            be in ``eval()`` mode), loaded with the model's own weights so that nothing
-            compiles at all, else its compile cache (``--save-cache``), loaded into this
+            machine (both are written by ``autotune search --save-cache``): its AOTInductor
+            package (the model must be in ``eval()`` mode), loaded with the model's own
+            weights so that nothing compiles at all, else its compile cache, loaded into this
             process's Inductor cache first. ``False`` ignores both; a path loads that cache
             archive instead (and no package). One line on the ``autotune`` logger says what
             was loaded; one made for another torch, device or thread count is skipped with a

@@ -210,7 +210,7 @@ class BestConfig:
         source: Where the result comes from (study, trial, storage).
         cache: The compile cache shipped beside the file (``autotune search --save-cache``):
             archive name, SHA-256, size and what it is valid for; None without one.
-        aot: The AOTInductor package shipped beside the file (``autotune search --save-aot``),
+        aot: The AOTInductor package shipped beside the file (``autotune search --save-cache``),
             recorded like ``cache``; None without one.
         created_at: ISO 8601 UTC timestamp.
         schema_version: Version of this file format.

@@ -45,7 +45,9 @@ def test_each_process_seeds_its_sampler_with_the_study_seed_plus_its_index(
 ):
     seeds: list[int] = []
     real = search_module._sampler
-    monkeypatch.setattr(search_module, "_sampler", lambda n, s: seeds.append(s) or real(n, s))
+    monkeypatch.setattr(
+        search_module, "_sampler", lambda n, s, t: seeds.append(s) or real(n, s, t)
+    )
     storage = f"sqlite:///{tmp_path}/t.db"
     Search(SearchRequest("s", storage, settings), Runner()).run()
     joining = Search(SearchRequest("s", storage, None), Runner())
