@@ -275,13 +275,11 @@ def _aot_line(aot: dict[str, Any]) -> str:
         f"from the model at load; valid for torch {valid.get('torch')} on "
         f"{valid.get('device_name')}"
     )
-    if not aot["present"]:
-        return text + "; the package is not beside the file: the cache or a compile serves."
-    if "mismatches_here" not in aot:
-        return text + "."
-    if aot["mismatches_here"]:
-        return text + "; not valid here (" + "; ".join(aot["mismatches_here"]) + ")."
-    return text + "; valid here: autotune.apply loads it and compiles nothing."
+    return text + _here_tail(
+        aot,
+        "the package is not beside the file: the cache or a compile serves",
+        "valid here: autotune.apply loads it and compiles nothing",
+    )
 
 
 def _cache_line(cache: dict[str, Any] | None) -> str:
@@ -298,13 +296,22 @@ def _cache_line(cache: dict[str, Any] | None) -> str:
     )
     if "threads" in valid:
         text += f" with {valid['threads']} threads"
-    if not cache["present"]:
-        return text + "; the archive is not beside the file: the first call compiles."
-    if "mismatches_here" not in cache:
-        return text + "."
-    if cache["mismatches_here"]:
-        return text + "; not valid here (" + "; ".join(cache["mismatches_here"]) + ")."
-    return text + "; valid here: autotune.apply loads it."
+    return text + _here_tail(
+        cache,
+        "the archive is not beside the file: the first call compiles",
+        "valid here: autotune.apply loads it",
+    )
+
+
+def _here_tail(artifact: dict[str, Any], missing: str, valid: str) -> str:
+    """How a shipped cache or package stands on this machine, ending its line."""
+    if not artifact["present"]:
+        return f"; {missing}."
+    if "mismatches_here" not in artifact:
+        return "."
+    if artifact["mismatches_here"]:
+        return "; not valid here (" + "; ".join(artifact["mismatches_here"]) + ")."
+    return f"; {valid}."
 
 
 def _here(facts: dict[str, Any]) -> list[str]:

@@ -155,19 +155,24 @@ def _scope_consistency(compile: list[str], disable: list[str], where: str) -> li
     return problems
 
 
+def version_problems(version: Any, supported: int) -> list[str]:
+    """A ``schema_version`` must be a positive integer no newer than ``supported``."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return [expect("schema_version", version, "a positive integer")]
+    if version > supported:
+        return [
+            f"schema_version: the file has version {version}, newer than the {supported} "
+            "this autotune reads; upgrade autotune"
+        ]
+    return []
+
+
 def best_problems(d: Any, where: str, schema_version: int) -> list[str]:
     """Problems of a best config's JSON form, except its decision, config and hash."""
     if not isinstance(d, Mapping):
         return [expect(where, d, "a JSON object")]
     problems = _key_problems(d, BEST_KEYS, where, required=BEST_REQUIRED)
-    version = d.get("schema_version", schema_version)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        problems.append(expect("schema_version", version, "a positive integer"))
-    elif version > schema_version:
-        problems.append(
-            f"schema_version: the file has version {version}, newer than the {schema_version} "
-            "this autotune reads; upgrade autotune"
-        )
+    problems += version_problems(d.get("schema_version", schema_version), schema_version)
     for key in ("autotune_version", "reason"):
         if key in d and not isinstance(d[key], str):
             problems.append(expect(key, d[key], "a string"))

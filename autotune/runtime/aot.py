@@ -30,7 +30,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from autotune.measure.accuracy import clone_outputs, compare_outputs
-from autotune.runtime.cache import CacheRefusedError, sha256_of
+from autotune.runtime.cache import refuse_if_changed, sha256_of
 from autotune.runtime.config import CompileConfig
 
 if TYPE_CHECKING:
@@ -142,15 +142,7 @@ def load_package(entry: dict[str, Any], package: Path, model: torch.nn.Module) -
         raise FileNotFoundError(
             f"the AOTInductor package {package} named by the file is not there"
         )
-    actual = sha256_of(package)
-    if actual != entry.get("sha256"):
-        raise CacheRefusedError(
-            f"The AOTInductor package {package} has SHA-256 {actual[:16]}…, but the best-config "
-            f"file records {str(entry.get('sha256'))[:16]}…: it was changed or replaced after it "
-            "was written. It is not loaded, since a package holds a shared object that runs when "
-            "loaded. Export it again (autotune cache export), or pass cache=False to "
-            "compile instead."
-        )
+    refuse_if_changed(entry, package, "AOTInductor package", "a package holds shared objects")
     lacking = _torch_lacks(dynamic=False)
     if lacking:
         raise PackageMismatchError(

@@ -124,9 +124,11 @@ def apply(
         >>> fast(torch.randn(2, 8)).shape
         torch.Size([2, 8])
     """
-    best, compile_config, choice_warned = _resolve(config, model, strict)
+    # This machine, read once (it reads /proc/cpuinfo, and on CUDA the device's name).
+    here = functools.cache(lambda: environment_fingerprint(_model_device(model)))
+    best, compile_config, choice_warned = _resolve(config, here, strict)
     if best is not None and check_environment:
-        _warn_on_mismatch(model, best, environment=not choice_warned)
+        _warn_on_mismatch(model, best, here, environment=not choice_warned)
     if compile_config is None:
         if warmup is not None:
             _log.info("autotune.apply: the config compiles nothing; no warm-up needed")
@@ -247,7 +249,7 @@ def compile_module(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Mo
 
 
 def _resolve(
-    config: Any, model: torch.nn.Module, strict: bool
+    config: Any, here: Callable[[], dict[str, Any]], strict: bool
 ) -> tuple[BestConfig | None, CompileConfig | None, bool]:
     """The entry to apply and its config, and whether a warning already said it is not this
     machine's own; ``(None, None, True)`` when no entry may serve this machine."""
@@ -259,7 +261,7 @@ def _resolve(
         else:
             config = CompileConfig.from_dict(dict(config))
     if isinstance(config, ConfigFile):
-        config = _choose(config, model, strict)
+        config = _choose(config, here(), strict)
         if config is None:
             return None, None, True
         best, warned = config
@@ -275,13 +277,11 @@ def _resolve(
 
 
 def _choose(
-    file: ConfigFile, model: torch.nn.Module, strict: bool
+    file: ConfigFile, here: dict[str, Any], strict: bool
 ) -> tuple[BestConfig, bool] | None:
     from autotune.runtime.select import choose
 
-    if len(file.entries) == 1 and not file.entries[0].environment:
-        return file.entries[0], False
-    choice = choose(file.entries, environment_fingerprint(_model_device(model)))
+    choice = choose(file.entries, here)
     if choice.entry is None:
         if strict:
             raise ConfigError(f"autotune.apply(strict=True): {choice.why}.")
@@ -294,7 +294,7 @@ def _choose(
     if choice.exact:
         return choice.entry, False
     line = f"autotune.apply: {choice.why}."
-    if line not in {text for _, text in _WARNED}:
+    if ("choice", line) not in _WARNED:
         _WARNED.add(("choice", line))
         warnings.warn(line, EnvironmentMismatchWarning, stacklevel=4)
     return choice.entry, True
@@ -510,11 +510,15 @@ def _has_path(model: torch.nn.Module, path: str) -> bool:
     return True
 
 
-def _warn_on_mismatch(model: torch.nn.Module, best: BestConfig, environment: bool = True) -> None:
+def _warn_on_mismatch(
+    model: torch.nn.Module,
+    best: BestConfig,
+    here: Callable[[], dict[str, Any]],
+    environment: bool = True,
+) -> None:
     lines = []
     if best.environment and environment:
-        actual = environment_fingerprint(_model_device(model))
-        lines += environment_mismatches(best.environment, actual)
+        lines += environment_mismatches(best.environment, here())
     expected_sha = best.model.get("sha256")
     if expected_sha:
         actual_model = model_fingerprint(model)

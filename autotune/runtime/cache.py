@@ -91,20 +91,25 @@ def load(entry: dict[str, Any], archive: Path, device: str) -> str | None:
     """
     if not archive.is_file():
         return f"the cache {archive} named by the file is not there"
-    actual = sha256_of(archive)
-    if actual != entry.get("sha256"):
-        raise CacheRefusedError(
-            f"The compile cache {archive} has SHA-256 {actual[:16]}…, but the best-config file "
-            f"records {str(entry.get('sha256'))[:16]}…: it was changed or replaced after it "
-            "was written. It is not loaded, since a cache holds pickles and shared objects that "
-            "run when loaded. Export it again (autotune cache export), or pass cache=False to "
-            "compile without it."
-        )
+    refuse_if_changed(entry, archive, "compile cache", "a cache holds pickles and shared objects")
     different = mismatches(dict(entry.get("valid_for") or {}), device)
     if different:
         return "the cache was made elsewhere (" + "; ".join(different) + ")"
     _extract(archive, Path(_cache_dir()), device)
     return None
+
+
+def refuse_if_changed(entry: dict[str, Any], path: Path, what: str, holds: str) -> None:
+    """Raises :class:`CacheRefusedError` when ``path`` is not the file whose SHA-256 the
+    best-config file records (``entry``): ``holds`` says what would run if it were loaded."""
+    actual = sha256_of(path)
+    if actual != entry.get("sha256"):
+        raise CacheRefusedError(
+            f"The {what} {path} has SHA-256 {actual[:16]}…, but the best-config file records "
+            f"{str(entry.get('sha256'))[:16]}…: it was changed or replaced after it was "
+            f"written. It is not loaded, since {holds} that run when loaded. Export it again "
+            "(autotune cache export), or pass cache=False to compile without it."
+        )
 
 
 def _cache_dir() -> str:

@@ -20,6 +20,7 @@ from autotune.runtime._validate import (
     compile_problems,
     expect,
     scope_problems,
+    version_problems,
 )
 
 SCHEMA_VERSION = 1
@@ -353,14 +354,7 @@ class ConfigFile:
             for key in d
             if key not in FILE_KEYS
         ]
-        version = d.get("schema_version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            problems.append(expect("schema_version", version, "a positive integer"))
-        elif version > FILE_SCHEMA_VERSION:
-            problems.append(
-                f"schema_version: the file has version {version}, newer than the "
-                f"{FILE_SCHEMA_VERSION} this autotune reads; upgrade autotune"
-            )
+        problems += version_problems(d.get("schema_version"), FILE_SCHEMA_VERSION)
         raw = d.get("entries")
         if not isinstance(raw, list) or not raw:
             problems.append(expect("entries", raw, "a non-empty list of best configs"))
@@ -429,16 +423,10 @@ def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
         ConfigError: ``path`` exists but is not a valid best-config file (nothing is written).
     """
     target = Path(path)
-    if not target.exists():
+    file = existing_file(target)
+    if file is None:
         ConfigFile([best]).dump(target)
         return f"wrote {target}"
-    try:
-        file = ConfigFile.load(target)
-    except ConfigError as e:
-        raise ConfigError(
-            f"{target} exists but is not a valid best-config file, so the entry for this "
-            f"machine cannot be added to it; move it away or pass another --out. {e}"
-        ) from e
     replaced = file.put(best)
     file.dump(target)
     if replaced is None:
@@ -446,18 +434,37 @@ def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
             f"added the entry for {entry_label(best)} to {target} "
             f"({len(file.entries)} entries now)"
         )
-    kept = {
-        str(artifact["path"])
-        for entry in file.entries
-        for artifact in (entry.cache, entry.aot)
-        if artifact
-    }
-    for artifact in (replaced.cache, replaced.aot):
-        if artifact and str(artifact["path"]) not in kept:
-            (target.parent / str(artifact["path"])).unlink(missing_ok=True)
+    delete_unnamed(target, file, [str(a["path"]) for a in (replaced.cache, replaced.aot) if a])
     others = len(file.entries) - 1
     also = f"; its {others} other entr{'y' if others == 1 else 'ies'} kept" if others else ""
     return f"replaced the entry for {entry_label(best)} in {target}{also}"
+
+
+def existing_file(path: str | os.PathLike[str]) -> ConfigFile | None:
+    """The best-config file an entry would be written into: None when there is none yet.
+
+    Raises:
+        ConfigError: ``path`` exists but is not a valid best-config file.
+    """
+    target = Path(path)
+    if not target.exists():
+        return None
+    try:
+        return ConfigFile.load(target)
+    except ConfigError as e:
+        raise ConfigError(
+            f"{target} exists but is not a valid best-config file, so the entry for this "
+            f"machine cannot be written into it; move it away or pass another --out. {e}"
+        ) from e
+
+
+def delete_unnamed(path: str | os.PathLike[str], file: ConfigFile, names: list[str]) -> None:
+    """Deletes those of the artifact files ``names`` (beside ``path``) that no entry of
+    ``file`` names any more: a replaced entry's cache, or one written under an older name."""
+    named = {str(a["path"]) for e in file.entries for a in (e.cache, e.aot) if a}
+    for name in names:
+        if name not in named:
+            (Path(path).parent / name).unlink(missing_ok=True)
 
 
 def _entries_problems(entries: list[BestConfig]) -> list[str]:

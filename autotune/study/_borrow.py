@@ -167,9 +167,11 @@ def _summary(
         text = f"warm start: none of study {source.study!r}'s best configs fits this space"
     if told:
         return text + f"; told the sampler its {told} measured results (same space and objective)"
+    if same:  # the same space, but none of its trials had parameters to tell
+        return text
     why = (
         "another space" if earlier.space_hash != settings.space_hash
         else "another objective" if earlier.objective != settings.objective
         else "a Pareto study"
     )  # fmt: skip
-    return text + f"; its results are not told to the sampler ({why})" if same is False else text
+    return text + f"; its results are not told to the sampler ({why})"

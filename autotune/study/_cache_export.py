@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from autotune.errors import UsageError
-from autotune.runtime.config import BestConfig, ConfigFile, artifact_name, entry_label
+from autotune.runtime.config import (
+    BestConfig,
+    ConfigFile,
+    artifact_name,
+    delete_unnamed,
+    entry_label,
+)
 
 _TIMEOUT_S = 3600.0
 _TAIL = 1500
@@ -114,17 +120,8 @@ def export_cache(
             best.aot = None
             on_note(f"cache: no AOTInductor package was written: {facts.get('aot_skipped')}")
     file.dump(path)
-    _remove_replaced(path, file, old)
+    delete_unnamed(path, file, old)
     return best
-
-
-def _remove_replaced(path: Path, file: ConfigFile, old: list[str]) -> None:
-    """Deletes the entry's former artifacts that no entry names any more (e.g. a cache
-    written under an earlier name)."""
-    named = {str(a["path"]) for e in file.entries for a in (e.cache, e.aot) if a}
-    for name in old:
-        if name not in named:
-            (path.parent / name).unlink(missing_ok=True)
 
 
 def _note_written(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from autotune._deadline import Deadline, DeadlineReached
 from autotune.errors import UsageError
 from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
-from autotune.runtime.config import BestConfig, ConfigError, ConfigFile, write_entry
+from autotune.runtime.config import BestConfig, ConfigError, existing_file, write_entry
 from autotune.study._best import best_config
 from autotune.study._finalists import Finalist, pick_finalists, remeasure
 from autotune.study._identity import local_device_name, local_settings
@@ -127,15 +127,10 @@ def finalize(
 def _check_out(out: str | os.PathLike[str]) -> None:
     """An existing ``out`` must be a best-config file: the entry for this machine is written
     into it (checked before any finalist is measured)."""
-    if not os.path.exists(out):
-        return
     try:
-        ConfigFile.load(out)
+        existing_file(out)
     except ConfigError as e:
-        raise UsageError(
-            f"{os.fspath(out)} exists but is not a valid best-config file, so the entry for "
-            f"this machine cannot be written into it; move it away or pass another --out. {e}"
-        ) from e
+        raise UsageError(str(e)) from e
 
 
 def decide(storage: str, study: str, store: RecordStore | None = None) -> Decision:

@@ -14,6 +14,7 @@ from autotune.runtime.config import (
     ConfigError,
     ConfigFile,
     artifact_name,
+    entry_key,
     entry_label,
 )
 from autotune.study._cache_export import AOT_SUFFIX, CACHE_SUFFIX
@@ -34,20 +35,18 @@ def merge_files(
             have the SHA-256 its file records (nothing is written).
     """
     target = Path(out)
-    merged: list[tuple[BestConfig, Path]] = []
+    by_machine: dict[tuple[str, str], tuple[BestConfig, Path]] = {}
     for source in map(Path, sources):
         try:
             file = ConfigFile.load(source)
         except ConfigError as e:
             raise UsageError(f"{source} is not a valid best-config file: {e}") from e
         for entry in file.entries:
-            for index, (kept, origin) in enumerate(merged):
-                if kept is not entry and _same_machine(kept, entry):
-                    on_note(f"{entry_label(entry)}: the entry of {source} replaces {origin}'s")
-                    merged[index] = (entry, source)
-                    break
-            else:
-                merged.append((entry, source))
+            earlier = by_machine.get(entry_key(entry))
+            if earlier is not None:
+                on_note(f"{entry_label(entry)}: the entry of {source} replaces {earlier[1]}'s")
+            by_machine[entry_key(entry)] = (entry, source)  # in the earlier one's place
+    merged = list(by_machine.values())
     copies: list[tuple[Path, Path]] = []
     for entry, source in merged:
         for kind, suffix in (("cache", CACHE_SUFFIX), ("aot", AOT_SUFFIX)):
@@ -81,9 +80,3 @@ def merge_files(
     labels = "; ".join(entry_label(e) for e in file.entries)
     on_note(f"wrote {target} with {len(file.entries)} entries: {labels}")
     return file
-
-
-def _same_machine(a: BestConfig, b: BestConfig) -> bool:
-    from autotune.runtime.config import entry_key
-
-    return entry_key(a) == entry_key(b)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import json
+
 from autotune.records import TrialRecord
 from autotune.study._objective import Objective
 from autotune.study._settings import StudySettings
@@ -9,14 +12,21 @@ from autotune.study._settings import StudySettings
 
 def preset_hashes(settings: StudySettings) -> dict[str, str]:
     """The config hash of each preset of the study's space, to its name (none when the stored
-    space does not load with this torch)."""
+    space does not load with this torch). Finalize asks twice (finalists, then the decision):
+    the space is validated once."""
+    space = json.dumps(settings.space, sort_keys=True)
+    return dict(_preset_hashes(space, settings.device, settings.workload))
+
+
+@functools.lru_cache(maxsize=8)
+def _preset_hashes(space_json: str, device: str, workload: str) -> tuple[tuple[str, str], ...]:
     from autotune.space import SpaceError, space_from_dict
 
     try:
-        space = space_from_dict(settings.space, settings.device, workload=settings.workload)
+        space = space_from_dict(json.loads(space_json), device, workload=workload)
     except (SpaceError, RuntimeError):  # e.g. a CUDA study's space read where torch lacks CUDA
-        return {}
-    return {space.preset_config(p).config_hash(): p.name for p in space.presets}
+        return ()
+    return tuple((space.preset_config(p).config_hash(), p.name) for p in space.presets)
 
 
 def best_preset(records: list[TrialRecord], settings: StudySettings) -> TrialRecord | None:
