@@ -1,14 +1,17 @@
-"""The model suite: eager, default compile, each mode preset, and the tuned config, per model.
+"""The model suite: per model, a real search, then its tuned config against default compile and
+every preset of the space, measured side by side in the same finalist round.
 
-    python benchmarks/suite.py [--device cpu] [--trials 6] [--models mlp,encoder,...]
+    python benchmarks/suite.py [--device cpu] [--trials 20] [--models mlp,encoder,...]
 
-For each model it measures, each in a trial process of its own (paired with eager inside the
-trial, as the search does): default ``torch.compile`` and every mode preset that applies to
-the device; then it runs ``autotune search`` (whole-study wall time, the decision and the
-tuned config's re-measured speedup); and it measures the default config in two separate
-fresh processes to show repeatability. Then it runs ``autotune verify`` on the emitted file
-``--verify`` times (default 3), each a separate command, and reports the speedup each measured
-against the one the file claims. Writes ``benchmarks/results/suite_<device>.md``.
+For each model it runs ``autotune search`` with ``--preset-finalists all``: the finalist round
+re-measures the best sampled configs, default ``torch.compile`` and every preset of the space
+the search measured, each in two fresh processes (cold, then warm in reverse order: ABBA over
+processes), and the file's decision is made on that round. The suite reads the round back from
+the study's storage and prints every finalist's pooled speedup over eager with its spread,
+then checks the issue's rule: the emitted config is at least the best preset measured in the
+same round, within the measured spread (the preset's lower quartile is not above the emitted
+config's upper quartile). Then ``autotune verify`` runs on the emitted file ``--verify`` times,
+each a separate command. Writes ``benchmarks/results/suite_<device>.md``.
 """
 
 from __future__ import annotations
@@ -21,14 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from autotune.runtime.config import CompileConfig
-from autotune.space import config_from_values
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialResult, TrialSpec
-from autotune.trials._spec import DEFAULT_PRECISION
+from autotune.records import RecordStore, TrialRecord
+from autotune.study import Decision, StudySettings, decide
+from autotune.study._presets import preset_hashes
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -39,71 +42,108 @@ MODELS = {
     "gpt2": HERE / "models" / "gpt2.py",
     "convnet": HERE / "models" / "convnet.py",
 }
-MODES = {
-    "cpu": ["max-autotune-no-cudagraphs"],
-    "cuda": ["reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune"],
-}
-# As finalists and verify time: on past 2 s until the median speedup is known within +-2%.
-MEASURE = MeasureSettings(target_seconds=2.0).precise(DEFAULT_PRECISION)
+STUDY = "suite"
+
+
+@dataclass
+class Row:
+    """One finalist of the round, pooled over its cold and warm process."""
+
+    label: str
+    brief: str
+    speedup: float
+    q1: float
+    q3: float
+    cold_s: float | None
+    warm_s: float | None
+    emitted: bool = False
+
+
+@dataclass
+class ModelRun:
+    model: str
+    wall_s: float
+    decision: str
+    reason: str
+    trials: dict[str, int]
+    rows: list[Row] = field(default_factory=list)
+    verify: list[dict[str, object]] = field(default_factory=list)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--finalists", type=int, default=3)
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--verify", type=int, default=3, help="autotune verify runs per model")
+    parser.add_argument("--verify", type=int, default=1, help="autotune verify runs per model")
     args = parser.parse_args()
-    rows = [_model_row(name, args) for name in args.models.split(",")]
-    report = _report(rows, args)
+    runs = []
+    for name in args.models.split(","):
+        runs.append(_model_run(name, args))
+        print(_model_section(runs[-1]), flush=True)
+    report = _report(runs, args)
     out = HERE / "results" / f"suite_{args.device.split(':')[0]}.md"
     out.write_text(report)
     print(report)
     return 0
 
 
-def _model_row(name: str, args: argparse.Namespace) -> dict[str, object]:
+def _model_run(name: str, args: argparse.Namespace) -> ModelRun:
     model = str(MODELS[name])
-    presets = {"default": CompileConfig()}
-    for mode in MODES[args.device.split(":")[0]]:
-        presets[mode] = config_from_values({"compile.mode": mode})
-    row: dict[str, object] = {"model": name}
-    for label, config in presets.items():
-        row[label] = _trial(model, config, args.device)
-        print(f"{name} {label}: {_cell(row[label])}", flush=True)  # type: ignore[arg-type]
-    row["repeat"] = _trial(model, CompileConfig(), args.device)
-    row["search"] = _search(model, args)
-    print(f"{name} search: {row['search']}", flush=True)
-    return row
-
-
-def _trial(model: str, config: CompileConfig, device: str) -> TrialResult:
-    with tempfile.TemporaryDirectory() as cache:  # fresh process, cold private cache
-        spec = TrialSpec(model_path=model, device=device, config=config.to_dict(),
-                         measure=MEASURE, cache_dir=cache)  # fmt: skip
-        return SubprocessRunner().run(spec)
-
-
-def _search(model: str, args: argparse.Namespace) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
+        storage, best = f"sqlite:///{tmp}/a.db", f"{tmp}/best.json"
         started = time.monotonic()
         subprocess.run(
             [sys.executable, "-m", "autotune.cli", "search", model, "--device", args.device,
-             "--trials", str(args.trials), "--finalists", "2", "--storage",
-             f"sqlite:///{tmp}/a.db", "--out", f"{tmp}/best.json", "--cache-dir", f"{tmp}/c"],
-            check=True, stdout=subprocess.DEVNULL,
+             "--trials", str(args.trials), "--finalists", str(args.finalists),
+             "--preset-finalists", "all", "--storage", storage, "--study", STUDY,
+             "--out", best, "--cache-dir", f"{tmp}/c", "--quiet"],
+            check=True,
         )  # fmt: skip
         wall_s = time.monotonic() - started
-        best = json.loads(Path(tmp, "best.json").read_text())
-        verified = [_verify(f"{tmp}/best.json", model, args.device) for _ in range(args.verify)]
-    config = best["config"]
+        run = _read_round(name, storage, wall_s)
+        run.verify = [_verify(best, model, args.device) for _ in range(args.verify)]
+    return run
+
+
+def _read_round(name: str, storage: str, wall_s: float) -> ModelRun:
+    with RecordStore(storage) as store:
+        decision = decide(storage, STUDY, store)
+        settings = StudySettings.from_dict(store.study_settings(STUDY) or {})
+    run = ModelRun(name, wall_s, decision.best.decision, decision.best.reason,
+                   _trial_counts(decision.records))  # fmt: skip
+    presets = preset_hashes(settings)
+    for f in decision.finalists or []:
+        if not f.ok:
+            continue
+        pooled = f.record()
+        r = f.searched
+        label = (
+            f"{r.baseline} torch.compile" if r.baseline
+            else f"preset {presets[r.config_hash]}" if r.config_hash in presets
+            else f"tuned #{r.trial_number}"
+        )  # fmt: skip
+        run.rows.append(Row(
+            label, r.brief, pooled.speedup_vs_eager or 0.0, pooled.speedup_vs_eager_q1 or 0.0,
+            pooled.speedup_vs_eager_q3 or 0.0, f.cold.compile_time_s, f.warm.compile_time_s,
+            emitted=_emitted(decision, r),
+        ))  # fmt: skip
+    return run
+
+
+def _emitted(decision: Decision, r: TrialRecord) -> bool:
+    return decision.best.decision == "compile" and decision.best.config_hash == r.config_hash
+
+
+def _trial_counts(records: list[TrialRecord]) -> dict[str, int]:
+    searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
     return {
-        "wall_s": wall_s,
-        "decision": best["decision"],
-        "brief": CompileConfig.from_dict(config).brief() if config else "-",
-        "speedup": best["metrics"].get("speedup_vs_eager"),
-        "cold_compile_s": best["metrics"].get("cold_compile_time_s"),
-        "verify": verified,
+        "searched": len(searched),
+        "same code (reused)": sum(1 for r in searched if r.equivalent_of is not None),
+        "stopped early": sum(1 for r in searched if r.pruned),
+        "failed": sum(1 for r in searched if r.status != "ok"),
+        "same config (reused)": sum(1 for r in records if r.duplicate_of is not None),
     }
 
 
@@ -126,67 +166,81 @@ def _verify(best: str, model: str, device: str) -> dict[str, object]:
     }
 
 
-def _cell(r: TrialResult) -> str:
-    if not r.ok:
-        return f"{r.failure_kind}"
-    return (
-        f"{r.speedup_vs_eager:.2f}x ({r.speedup_vs_eager_q1:.2f}-{r.speedup_vs_eager_q3:.2f}; "
-        f"median {r.precision_note()}), compile {r.compile_time_s:.1f}s"
+def holds(run: ModelRun) -> tuple[bool, str]:
+    """The issue's rule on one model: the emitted config (eager: 1.0x) is at least the best
+    preset of the same round, within the measured spread."""
+    presets = [r for r in run.rows if r.label.startswith("preset ")]
+    if not presets:
+        return True, "no preset reached the round"
+    best = max(presets, key=lambda r: r.speedup)
+    emitted = next((r for r in run.rows if r.emitted), None)
+    q3, said = (emitted.q3, emitted.label) if emitted else (1.0, "eager (do not compile)")
+    ok = best.q1 <= q3
+    verb = "holds" if ok else "FAILS"
+    return ok, (
+        f"{verb}: best preset {best.label.removeprefix('preset ')} {best.speedup:.2f}x "
+        f"(q1 {best.q1:.2f}) vs emitted {said} (q3 {q3:.2f})"
     )
 
 
-def _report(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
-    modes = ["default", *MODES[args.device.split(":")[0]]]
-    head = ["model", *(f"{m} (speedup vs eager, IQR; cold compile)" for m in modes),
-            "autotune search (wall)", "tuned (decision, speedup, cold compile)",
-            "repeatability: default twice",
-            "autotune verify (verdict: measured vs claimed)"]  # fmt: skip
+def _model_section(run: ModelRun) -> str:
+    counts = ", ".join(f"{v} {k}" for k, v in run.trials.items())
     lines = [
-        f"# Model suite on {args.device}",
+        f"### {run.model}",
         "",
-        f"Machine: {platform.node()}, {_device_name(args.device)}; torch {torch.__version__}, "
-        f"Python {platform.python_version()}. `python benchmarks/suite.py --device "
-        f"{args.device} --trials {args.trials}`. Each cell is one trial in a fresh process with "
-        "an empty cache: speedup = median of per-round eager/compiled ratios, interleaved, "
-        f"timed past 2 s until the median is known within ±{DEFAULT_PRECISION:.0%} (95% "
-        "confidence) or for 10 s at most.",
+        f"Search wall time {run.wall_s:.0f} s; trials: {counts}.",
+        f"Decision: **{run.decision}**: {run.reason}",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
+        "| finalist | config | speedup vs eager (q1-q3), pooled cold+warm | cold compile | "
+        "warm compile | emitted |",
+        "|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        search = row["search"]
-        assert isinstance(search, dict)
-        first, again = row["default"], row["repeat"]
-        assert isinstance(first, TrialResult) and isinstance(again, TrialResult)
-        tuned = (f"{search['decision']}: {search['brief']}, {search['speedup'] or 0:.2f}x, "
-                 f"cold {search['cold_compile_s'] or 0:.1f}s")  # fmt: skip
-        cells = [str(row["model"]), *(_cell(row[m]) for m in modes),  # type: ignore[arg-type]
-                 f"{search['wall_s']:.0f}s", tuned, _repeat(first, again),
-                 _verified(search["verify"])]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
+    for r in sorted(run.rows, key=lambda r: r.speedup, reverse=True):
+        lines.append(
+            f"| {r.label} | `{r.brief}` | {r.speedup:.2f}x ({r.q1:.2f}-{r.q3:.2f}) | "
+            f"{_s(r.cold_s)} | {_s(r.warm_s)} | {'**yes**' if r.emitted else ''} |"
+        )
+    lines += ["", f"Rule (tuned ≥ best preset within spread): {holds(run)[1]}.", ""]
+    if run.verify:
+        lines.append("autotune verify: " + "; ".join(_verified(v) for v in run.verify) + ".")
     return "\n".join(lines) + "\n"
 
 
-def _verified(runs: object) -> str:
-    assert isinstance(runs, list)
-    cells = []
+def _s(seconds: float | None) -> str:
+    return f"{seconds:.1f} s" if seconds is not None else "-"
+
+
+def _verified(run: dict[str, object]) -> str:
+    measured, claimed = run["measured"], run["claimed"]
+    said = f"{measured:.2f}x" if isinstance(measured, float) else "-"
+    if isinstance(claimed, float):
+        said += f" vs claimed {claimed:.2f}x"
+    elif isinstance(run.get("default"), float):  # "do not compile": default compile's gain now
+        said = f"default compile now {run['default']:.2f}x"
+    return f"{run['verdict']}: {said}"
+
+
+def _report(runs: list[ModelRun], args: argparse.Namespace) -> str:
+    summary = ["| model | decision | emitted vs best preset (same round) |", "|---|---|---|"]
     for run in runs:
-        measured, claimed = run["measured"], run["claimed"]
-        said = f"{measured:.2f}x" if measured is not None else "-"
-        if claimed is not None:
-            said += f" vs {claimed:.2f}x"
-        elif run.get("default") is not None:  # "do not compile": default compile's gain now
-            said = f"default {run['default']:.2f}x"
-        cells.append(f"{run['verdict']}: {said}")
-    return "; ".join(cells) or "-"
-
-
-def _repeat(a: TrialResult, b: TrialResult) -> str:
-    if not (a.ok and b.ok):
-        return "-"
-    diff = abs(a.speedup_vs_eager - b.speedup_vs_eager) / a.speedup_vs_eager  # type: ignore[operator]
-    return f"{a.speedup_vs_eager:.3f}x vs {b.speedup_vs_eager:.3f}x ({diff:.1%} apart)"
+        summary.append(f"| {run.model} | {run.decision} | {holds(run)[1]} |")
+    lines = [
+        f"# Model suite on {args.device}: tuned against every preset, in one finalist round",
+        "",
+        f"Machine: {platform.node()}, {_device_name(args.device)}; torch {torch.__version__}, "
+        f"Python {platform.python_version()}. `python benchmarks/suite.py --device "
+        f"{args.device} --trials {args.trials} --finalists {args.finalists}`: each model's "
+        f"`autotune search --trials {args.trials} --finalists {args.finalists} "
+        "--preset-finalists all`. Every finalist ran in two fresh processes (cold, then warm "
+        "in reverse order), each timed until its median speedup was known within ±2% (95% "
+        "confidence) or for 10 s; the figures pool the two (median of medians, widest "
+        "quartiles).",
+        "",
+        *summary,
+        "",
+        *(_model_section(run) for run in runs),
+    ]
+    return "\n".join(lines)
 
 
 def _device_name(device: str) -> str:

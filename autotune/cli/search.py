@@ -52,6 +52,8 @@ SETTINGS_OF = {
     "precision": "finalist_precision",
     "trials": "trials",
     "finalists": "finalists",
+    "preset_finalists": "preset_finalists",
+    "prune": "prune",
     "pick": "pick",
     "warm_start": "warm_start",
     "batch_sizes": "batch_sizes",
@@ -67,8 +69,8 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         description="Measure eager and default torch.compile, then search the space; every "
         "trial runs in a process of its own. Re-running with the same --study and --storage "
         "resumes the study under its stored settings: options left out keep the stored "
-        "values, and only --trials, --finalists, --precision, --pick and --warm-start may "
-        "change.",
+        "values, and only --trials, --finalists, --preset-finalists, --precision, --pick, "
+        "--warm-start, --compile-budget-factor and --no-prune may change.",
     )
     p.add_argument(
         "model",
@@ -135,6 +137,18 @@ def _budgets(p: argparse.ArgumentParser) -> None:
         "--finalists", type=argtypes.non_negative_int, default=3, metavar="N",
         help="re-measure the N best configs and default torch.compile in fresh processes, "
         "cold and warm, before choosing (0 skips)",
+    )  # fmt: skip
+    p.add_argument(
+        "--preset-finalists", choices=("best", "all"), default="best",
+        help="which of the space's measured presets are re-measured with the finalists: the "
+        "best one (default), or all of them, to see the tuned config against every preset in "
+        "the same round",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-prune", dest="prune", action="store_false",
+        help="time every trial for the whole --measure-seconds; by default a sampled trial "
+        "whose running median speedup is clearly (95%% confidence) below the best trial's "
+        "lower quartile stops timing after a few rounds",
     )  # fmt: skip
     p.add_argument(
         "--save-cache", action="store_true",
@@ -304,7 +318,10 @@ def _finalize(args: argparse.Namespace, search: Search, progress: Progress) -> D
             front = study_front(candidates(records), records, axes)
             progress.note(terminal.pareto_table(front, axes, "search"))
     if settings.finalists:
-        best = f"the {settings.finalists} best configs and default torch.compile"
+        presets = (
+            "every measured preset" if settings.preset_finalists == "all" else "the best preset"
+        )
+        best = f"the {settings.finalists} best configs, {presets} and default torch.compile"
         progress.phase("finalists", f"re-measuring {best}, cold and warm")
     else:
         progress.phase("deciding", "from the search's measurements")
@@ -454,6 +471,8 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         finalist_precision=args.precision or None,
         trials=args.trials,
         finalists=args.finalists,
+        preset_finalists=args.preset_finalists,
+        prune=args.prune,
         pick=args.pick,
         warm_start=args.warm_start,
         batch_sizes=batch_sizes,

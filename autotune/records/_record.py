@@ -66,6 +66,18 @@ class TrialRecord:
         return bool((self.result.get("accuracy") or {}).get("relaxed"))
 
     @property
+    def equivalent_of(self) -> int | None:
+        """The earlier trial whose generated code this one's matched exactly, so that its
+        measurement was reused instead of timing the same code again; None when timed."""
+        value = self.result.get("equivalent_of")
+        return None if value is None else int(value)
+
+    @property
+    def pruned(self) -> bool:
+        """Whether timing stopped early: the trial was clearly slower than the best so far."""
+        return bool(self.result.get("pruned"))
+
+    @property
     def batch_size(self) -> int | None:
         """The batch size the trial's inputs were built with (``--batch-sizes``), if any."""
         value = self.result.get("batch_size")

@@ -24,7 +24,7 @@ from autotune.study._identity import local_device_name, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import PickRule
 from autotune.study._pick import pareto_finalists, pick_from_front
-from autotune.study._presets import best_preset
+from autotune.study._presets import measured_presets
 from autotune.study._settings import StudySettings
 from autotune.study._stale import recover_stale
 from autotune.study._storage import grace_s, open_optuna_storage
@@ -210,7 +210,8 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
     ``--pareto``, those on the front the --pick rule admits) and default compile; none when
     ``settings.finalists`` is 0 or no compiled config qualifies. No configuration is in it
     twice (its key: the config, and the batch size where searched). The best preset of the
-    space measured is always among them, so the winner is re-measured beside it."""
+    space measured is always among them, so the winner is re-measured beside it; with
+    ``preset_finalists="all"``, every measured preset is."""
     if not settings.finalists:
         return []
     if settings.pareto:
@@ -218,9 +219,9 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
         chosen = pareto_finalists(records, settings.pareto, rule, settings.finalists)
     else:
         chosen = pick_finalists(records, Objective.of(settings), settings.finalists)
-    preset = best_preset(records, settings)
-    if chosen and preset is not None and preset not in chosen:
-        chosen.append(preset)
+    presets = measured_presets(records, settings)
+    if chosen:
+        chosen += presets if settings.preset_finalists == "all" else presets[:1]
     unique: dict[str, TrialRecord] = {}
     for r in chosen:
         unique.setdefault(r.config_hash, r)

@@ -29,13 +29,13 @@ def _preset_hashes(space_json: str, device: str, workload: str) -> tuple[tuple[s
     return tuple((space.preset_config(p).config_hash(), p.name) for p in space.presets)
 
 
-def best_preset(records: list[TrialRecord], settings: StudySettings) -> TrialRecord | None:
-    """The study's best-scoring measured preset (not a duplicate), if any."""
+def measured_presets(records: list[TrialRecord], settings: StudySettings) -> list[TrialRecord]:
+    """The study's measured presets (not duplicates), best-scoring first."""
     hashes = preset_hashes(settings)
     measured = [
         r for r in records
         if r.config_hash in hashes and r.status == "ok" and r.baseline is None
-        and r.duplicate_of is None
+        and r.duplicate_of is None and r.equivalent_of is None
     ]  # fmt: skip
     objective = Objective.of(settings)
-    return max(measured, key=lambda r: objective.score(r) or 0.0, default=None)
+    return sorted(measured, key=lambda r: objective.score(r) or 0.0, reverse=True)

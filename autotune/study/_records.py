@@ -97,14 +97,16 @@ def _ratio(speedup: float | None, default: float | None, baseline: str | None) -
 
 
 def candidates(records: list[TrialRecord]) -> list[TrialRecord]:
-    """Compiled trials that ran, passed the correctness gate, were measured (not reused) and
-    compiled something (a scope whose every region fell back to eager has no graph)."""
+    """Compiled trials that ran, passed the correctness gate, were measured (not reused, for
+    the same config or the same generated code) and compiled something (a scope whose every
+    region fell back to eager has no graph)."""
     return [
         r
         for r in records
         if r.status == "ok"
         and r.baseline != "eager"
         and r.duplicate_of is None
+        and r.equivalent_of is None
         and r.config
         and (r.graphs is None or r.graphs > 0)
     ]

@@ -14,7 +14,8 @@ from autotune.trials._spec import DEFAULT_PRECISION
 # chosen from them. Every other setting decides what a trial measures, so a trial measured
 # under another value would not compare with the others.
 CHANGEABLE = (
-    "trials", "finalists", "pick", "warm_start", "finalist_precision", "compile_budget_factor"
+    "trials", "finalists", "pick", "warm_start", "finalist_precision", "compile_budget_factor",
+    "preset_finalists", "prune",
 )  # fmt: skip
 # The command-line option that sets each setting, for messages.
 OPTIONS = {
@@ -35,6 +36,8 @@ OPTIONS = {
     "finalist_precision": "--precision",
     "trials": "--trials",
     "finalists": "--finalists",
+    "preset_finalists": "--preset-finalists",
+    "prune": "--no-prune",
     "pick": "--pick",
     "warm_start": "--warm-start",
     "batch_sizes": "--batch-sizes",
@@ -75,6 +78,11 @@ class StudySettings:
     finalist_precision: float | None = DEFAULT_PRECISION  # finalists time on to +-this speedup
     trials: int = 20  # the study's budget of search trials, baselines excluded
     finalists: int = 3  # configs re-measured cold and warm before the winner is chosen
+    # Which of the space's measured presets join them: "best" (the best-scoring one) or "all".
+    preset_finalists: str = "best"
+    # A sampled trial clearly slower than the best so far stops timing early (latency and
+    # throughput studies; see autotune.study._prune).
+    prune: bool = True
     pick: str | None = None  # --pareto: the rule that picks from the front
     warm_start: bool = False  # amortized/--pick: charge the warm compile, not the cold one
     batch_sizes: list[int] | None = None  # --objective throughput: the batch sizes searched
