@@ -31,8 +31,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         default = action.default
         if "%(default)" in text or not action.option_strings or default is argparse.SUPPRESS:
             return text
-        if default is None or default is False:
-            return text
+        if default is None or isinstance(default, bool) and action.nargs == 0:
+            return text  # off unless given, or a --no-X switch whose default is "on"
         return f"{text} (default: %(default)s)"
 
 

@@ -106,6 +106,8 @@ class Timing:
         ratio: Per-round ``eager / compiled`` ratios: the speed-up over eager, paired by round.
         calls_per_sample: Calls of each function inside one timed sample.
         rounds: Timed rounds (each holds one sample of each function).
+        stopped_early: Rounds stopped at ``stop_below``: the median ratio is known to be below
+            it, and known no better than that.
     """
 
     compiled: Stats
@@ -113,6 +115,7 @@ class Timing:
     ratio: Stats
     calls_per_sample: int
     rounds: int
+    stopped_early: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class _Plan:
     deadline: float | None
     precision: float | None = None
     max_seconds: float | None = None
+    stop_below: float | None = None
 
 
 class _Timer(Protocol):
@@ -172,6 +176,7 @@ def interleaved_timing(
     deadline: float | None = None,
     precision: float | None = None,
     max_seconds: float | None = None,
+    stop_below: float | None = None,
 ) -> Timing:
     """Time ``eager_fn`` against ``compiled_fn`` in interleaved rounds.
 
@@ -185,6 +190,11 @@ def interleaved_timing(
     of the median ratio is within ``+-precision`` of it (relative; as a stable-measurement retry,
     but on the paired ratio), or until ``max_seconds`` of rounds, ``max_rounds`` or the deadline:
     ``Timing.ratio.ci_half_width`` tells whether it got there.
+
+    With ``stop_below``, rounds stop as soon as (after ``min_rounds``, and at least 10) the 95%
+    confidence interval of the median ratio lies wholly below it: the candidate is known to be
+    slower than that, and timing it longer would only say by how much
+    (``Timing.stopped_early``).
 
     On CUDA, a 256 MB buffer for the L2 flushes is allocated: read peak memory before timing,
     or reset it after.
@@ -202,6 +212,7 @@ def interleaved_timing(
             time on for, or None to stop at ``target_seconds``.
         max_seconds: With ``precision``, wall time on rounds at most (default: 5 times
             ``target_seconds``).
+        stop_below: A median ratio that, once known to be out of reach, ends the rounds.
 
     Returns:
         The per-call times of both functions and their per-round ratios.
@@ -209,7 +220,9 @@ def interleaved_timing(
     Raises:
         TimeoutError: The deadline passed before one round could be timed.
     """
-    plan = _Plan(min_rounds, max_rounds, target_seconds, deadline, precision, max_seconds)
+    plan = _Plan(
+        min_rounds, max_rounds, target_seconds, deadline, precision, max_seconds, stop_below
+    )
     _check_plan(plan, warmup)
     resolved = resolve(device)
     timer: _Timer = _CudaTimer(resolved) if resolved.type == "cuda" else _CpuTimer()
@@ -218,13 +231,14 @@ def interleaved_timing(
     with _gc_paused():
         min_sample = _MIN_SAMPLE_SECONDS[resolved.type]
         calls, round_estimate = _calibrate(timer, fns, min_sample, deadline)
-        pairs = _run_rounds(timer, fns, calls, plan, round_estimate)
+        pairs, stopped = _run_rounds(timer, fns, calls, plan, round_estimate)
     return Timing(
         compiled=Stats.from_samples([compiled / calls for _, compiled in pairs]),
         eager=Stats.from_samples([eager / calls for eager, _ in pairs]),
         ratio=Stats.from_samples([eager / compiled for eager, compiled in pairs]),
         calls_per_sample=calls,
         rounds=len(pairs),
+        stopped_early=stopped,
     )
 
 
@@ -328,8 +342,9 @@ def _short_sample(timer: _Timer, fn: Fn, calls: int, min_sample: float) -> float
 
 def _run_rounds(
     timer: _Timer, fns: tuple[Fn, Fn], calls: int, plan: _Plan, round_estimate: float
-) -> list[tuple[float, float]]:
-    """Return (eager, compiled) seconds per sample, one pair per round."""
+) -> tuple[list[tuple[float, float]], bool]:
+    """Return (eager, compiled) seconds per sample, one pair per round, and whether the rounds
+    stopped early at ``plan.stop_below``."""
     pairs: list[tuple[float, float]] = []
     ratios: list[float] = []  # kept sorted, for the precision check
     started = time.monotonic()
@@ -346,7 +361,18 @@ def _run_rounds(
         eager, compiled = pairs[-1]
         bisect.insort(ratios, eager / compiled if compiled > 0 else math.inf)
         round_estimate = time.monotonic() - now
-    return pairs
+        if _out_of_reach(plan, ratios):
+            return pairs, True
+    return pairs, False
+
+
+def _out_of_reach(plan: _Plan, ordered_ratios: list[float]) -> bool:
+    """Whether the median ratio is known (95%) to be below ``plan.stop_below``."""
+    if plan.stop_below is None:
+        return False
+    if len(ordered_ratios) < max(plan.min_rounds, _MIN_ROUNDS_FOR_CI):
+        return False
+    return _median_ci(ordered_ratios)[1] < plan.stop_below
 
 
 def _precise_enough(plan: _Plan, ordered_ratios: list[float], spent: float) -> bool:

@@ -28,6 +28,9 @@ COLUMNS: dict[str, str] = {
     "config": "string",  # the config as a diff from the space's defaults
     "config_hash": "string",
     "duplicate_of": "int64",  # the trial whose measurement this one reused
+    "equivalent_of": "int64",  # the trial that timed the same generated code (not timed again)
+    "pruned": "bool",  # timing stopped early: clearly slower than the best so far
+    "code_hash": "string",  # the identity of the generated code
     "batch_size": "int64",
     "compile_time_s": "float64",
     "setup_s": "float64",
@@ -145,6 +148,9 @@ def _row(data: StudyData, row: TrialRow) -> dict[str, Any]:
         config=r.brief,
         config_hash=r.config_hash,
         duplicate_of=r.duplicate_of,
+        equivalent_of=r.equivalent_of,
+        pruned=r.pruned,
+        code_hash=result.get("code_hash"),
         batch_size=r.batch_size,
         compile_time_s=r.compile_time_s,
         setup_s=phases.get("setup_s"),

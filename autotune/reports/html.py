@@ -13,9 +13,11 @@ from autotune.records import TrialRecord
 from autotune.reports import study_report
 from autotune.reports._study import StudyData
 from autotune.study import candidates
+from autotune.study._borrow import PRIOR_ATTR
 from autotune.study._pareto import front
 
 if TYPE_CHECKING:
+    import optuna
     import plotly.graph_objects as go
 
 _BASELINE_COLORS = {"eager": "#7f7f7f", "default": "#d62728"}
@@ -108,9 +110,8 @@ def _history_note(data: StudyData) -> str:
 def _history(data: StudyData) -> go.Figure | None:
     import optuna
 
-    study = data.optuna_study
-    finished = [t for t in study.get_trials(deepcopy=False) if t.values]
-    if not finished:
+    study, numbers = _own_trials(data.optuna_study)
+    if not any(t.values for t in study.get_trials(deepcopy=False)):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -122,9 +123,27 @@ def _history(data: StudyData) -> go.Figure | None:
             fig = optuna.visualization.plot_optimization_history(
                 study, target_name=_score_name(data)
             )
+    for trace in fig.data:  # the copy numbered its trials from 0: back to the study's numbers
+        if getattr(trace, "x", None) is not None:
+            trace.x = [numbers[int(x)] for x in trace.x]
     _baseline_lines(fig, data)
     fig.update_layout(xaxis_title="trial number", yaxis_title=_score_name(data))
     return fig
+
+
+def _own_trials(study: optuna.Study) -> tuple[optuna.Study, list[int]]:
+    """An in-memory copy of the study's finished trials without the priors a warm start told
+    the sampler (another study's results, not measured here), and each copied trial's number
+    in the study."""
+    import optuna
+    from optuna.trial import TrialState
+
+    finished = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+    own = [t for t in study.get_trials(deepcopy=False, states=finished)
+           if PRIOR_ATTR not in t.user_attrs]  # fmt: skip
+    copy = optuna.create_study(directions=study.directions)
+    copy.add_trials(own)
+    return copy, [t.number for t in own]
 
 
 def _scatter_note(data: StudyData) -> str:

@@ -42,11 +42,14 @@ def header(data: StudyData) -> str:
     searched = len(data.searched)
     baselines = sum(1 for r in data.records if r.baseline)
     reused = sum(1 for r in data.records if r.duplicate_of is not None)
+    same_code = sum(1 for r in data.records if r.equivalent_of is not None)
+    pruned = sum(1 for r in data.searched if r.pruned and r.equivalent_of is None)
     running = f", {data.running} running" if data.running else ""
     lines = [
         f"Study {data.name!r} in {data.storage}: {data.state()}, {searched} of {s.trials} "
         f"search trials measured{running} ({len(data.rows)} trials in all: {baselines} "
-        f"baselines, {reused} reused a measured config)"
+        f"baselines, {reused} reused a measured config; of the search trials, {same_code} "
+        f"generated code already timed and {pruned} stopped timing early)"
     ]
     env = _environment(data.records)
     facts = [
@@ -154,6 +157,10 @@ def trial_cells(row: TrialRow) -> list[str]:
     if r.duplicate_of is not None:  # its figures are the earlier trial's: not repeated
         return [row.label, f"reused #{r.duplicate_of}", *["-"] * 9, r.brief]
     status = row.status
+    if r.equivalent_of is not None:  # timed as the earlier trial: its figures, said so
+        status = f"code of #{r.equivalent_of}"
+    elif r.pruned:
+        status = "stopped early"
     speedup = "-"
     if r.speedup_vs_eager is not None:
         speedup = times(r.speedup_vs_eager, 2)

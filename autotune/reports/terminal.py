@@ -23,6 +23,10 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
     brief = _clip(label + r.brief, _BRIEF_WIDTH)
     head = f"#{r.trial_number:>3} {brief:<{_BRIEF_WIDTH}}"
     reused = f"  (same config as #{r.duplicate_of}: reused)" if r.duplicate_of is not None else ""
+    if r.equivalent_of is not None:
+        reused = f"  (same code as #{r.equivalent_of}: its timing)"
+    elif r.pruned:
+        reused = "  (clearly slower than the best: stopped timing early)"
     if r.status != "ok":
         batch = f"(batch {r.batch_size}) " if r.batch_size is not None else ""
         return f"{head} {r.failure_kind:<13} {batch}{_clip(r.error or '', 100)}{reused}"
@@ -38,6 +42,15 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
         f"{head} {'ok':<13} {compile_s}  {latency}  {r.speedup_vs_eager or 0:5.2f}x eager"
         f"{default}{_graph_facts(r)}{payback}{reused}"
     )
+
+
+def _screening(records: list[TrialRecord]) -> str:
+    """How many trials screening spared: same code as a timed trial, or stopped early."""
+    same = sum(1 for r in records if r.equivalent_of is not None)
+    early = sum(1 for r in records if r.pruned and r.equivalent_of is None)
+    parts = [f"{same} generated code already timed"] if same else []
+    parts += [f"{early} stopped timing early (clearly slower)"] if early else []
+    return f"; {' and '.join(parts)}" if parts else ""
 
 
 def _graph_facts(r: TrialRecord) -> str:
@@ -96,7 +109,7 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
     """What was decided, why, and where the file is."""
     kinds = Counter(r.failure_kind or "ok" for r in records if r.duplicate_of is None)
     counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
-    lines = [f"{len(records)} trials ({counts})."]
+    lines = [f"{len(records)} trials ({counts}){_screening(records)}."]
     if best.decision == "compile" and best.config is not None:
         m = best.metrics
         lines.append(f"Best: trial {best.source.get('trial')}: {best.config.brief()}")

@@ -81,7 +81,9 @@ def borrow(
             "borrow yet; run it first, or start this study without --warm-start-from."
         )
     trials = {t.number: t for t in _optuna_trials(source.study, url)}
-    best = sorted(measured, key=lambda r: objective.score(r) or 0.0, reverse=True)[: source.top]
+    # The best K distinct codes: a config that generated code already timed takes no place.
+    distinct = [r for r in measured if r.equivalent_of is None]
+    best = sorted(distinct, key=lambda r: objective.score(r) or 0.0, reverse=True)[: source.top]
     queued = []
     for record in best:
         params = _params(trials.get(record.trial_number), space, scope_param)

@@ -32,6 +32,7 @@ from autotune.study._identity import device_type, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import DIRECTIONS
 from autotune.study._records import to_record, trial_key
+from autotune.study._screen import known_code, reuse_timing, stop_below
 from autotune.study._settings import ADAPTIVE_FLOOR_S, StudySettings, settle
 from autotune.study._stale import (
     CONSTRAINT_ATTR,
@@ -394,8 +395,15 @@ class Search:
             cache = self.request.cache_dir
             before = self._prune_cache()
             spec = self._spec(config, batch, budget, trial.number)
+            if not (baseline or preset or borrowed):  # drawn by the sampler: screened
+                spec = self._screened(spec, batch)
             with _heartbeat(self.study, trial), _phase_file(spec.progress_path):
                 result = runner.run(spec)
+            if result.equivalent_of is not None:
+                timed = self._timing_of(result.equivalent_of, result, trial.number)
+                if timed is None:
+                    return None
+                result = timed
             duplicate_of = None
             result.batch_size = batch
             result.cache_bytes_written = max(0, cache_bytes(cache) - before)
@@ -430,6 +438,34 @@ class Search:
             with _heartbeat(self.study, trial):
                 time.sleep(_POLL_S)
             self._recover_stale()
+
+    def _screened(self, spec: TrialSpec, batch: int | None) -> TrialSpec:
+        """A sampled trial skips timing code the study already timed, and stops timing early
+        when clearly slower than the best so far (see autotune.study._screen)."""
+        records = self._db(self.records.trials, self._name)
+        below = (
+            stop_below(records, self.settings.objective, batch) if self.settings.prune else None
+        )
+        return dataclasses.replace(
+            spec,
+            known_code=known_code(records, batch),
+            measure=dataclasses.replace(spec.measure, stop_below=below),
+        )
+
+    def _timing_of(self, number: int, result: TrialResult, trial: int) -> TrialResult | None:
+        """The steady state of trial ``number``, which ran the same code as ``result``; None
+        when that record is gone (its result was dropped since): this trial does not count."""
+        timed = self._db(self.records.trial, self._name, number)
+        if timed is None:
+            self.on_note(
+                f"trial {trial} generated the same code as trial {number}, whose record is "
+                f"gone since; trial {trial} does not count"
+            )
+            return None
+        self.on_note(
+            f"trial {trial} generated the same code as trial {number}: its measurement is reused"
+        )
+        return reuse_timing(result, timed)
 
     def _prune_cache(self) -> int:
         """Keeps the kernel cache under its limit; returns the bytes it holds."""

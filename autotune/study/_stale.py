@@ -86,6 +86,8 @@ def metric_attrs(record: TrialRecord) -> dict[str, Any]:
         "graph_breaks": record.graph_breaks,
         "recompiles": record.recompiles,
         "duplicate_of": record.duplicate_of,
+        "equivalent_of": record.equivalent_of,
+        "pruned": record.pruned or None,
     }
     if record.error:
         attrs["error"] = record.error.splitlines()[0][:300] if record.error.strip() else ""

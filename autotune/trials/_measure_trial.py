@@ -21,6 +21,7 @@ from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
 from autotune.trials import _train
 from autotune.trials._classify import TrialFailure, classify
+from autotune.trials._code import code_identity, output_code
 from autotune.trials._phase import write_phase
 from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import Call, build_calls, build_model, describe_calls, load_model_file
@@ -93,11 +94,15 @@ def _compile_and_time(
     measure.reset_peak_memory(spec.device)
     write_phase(spec.progress_path, "compiling")
     started = time.perf_counter()
-    target, compile_s = _compile(spec, config, work)
+    with output_code() as codes:
+        target, compile_s = _compile(spec, config, work)
     facts["phases"]["compile_s"] = time.perf_counter() - started
     report = measure.compare_outputs(work.reference, target.outputs, relaxed=spec.relaxed_numerics)
     _raise_unless_correct(report, config, "two eager calls")
     _raise_on_recompile_storm()
+    same = _equivalent(spec, config, codes, facts)
+    if same is not None:
+        return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
     timing = _time(
         spec,
         lambda: _sweep(work.model, work.calls),
@@ -106,11 +111,42 @@ def _compile_and_time(
         facts,
     )
     _raise_on_recompile_storm()
-    if len(work.calls) > 1:
+    if len(work.calls) > 1 and not timing.stopped_early:
         facts["per_shape"] = _per_shape(
             spec, work.calls, partial(_one, work.model), partial(_one, target.fn), deadline - 1.0
         )
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
+
+
+def _equivalent(
+    spec: TrialSpec, config: CompileConfig | None, codes: list[str], facts: dict[str, Any]
+) -> int | None:
+    """Records the trial's code identity; the trial that already timed the same code, if any."""
+    if config is None:
+        return None
+    facts["code_hash"] = code_identity(config, spec.batch_size, codes)
+    return spec.known_code.get(facts["code_hash"] or "")
+
+
+def _equivalent_result(
+    compile_s: float | None,
+    report: measure.AccuracyReport,
+    facts: dict[str, Any],
+    relaxed: bool,
+    same: int,
+) -> TrialResult:
+    """A trial that compiled to code already timed as trial ``same``: it passed the gate, and
+    its steady state is that trial's (filled in by whoever reads the result)."""
+    facts["phases"]["timing_s"] = 0.0
+    facts["peak_memory_bytes"] = None
+    facts.update(_dynamo_facts())
+    return TrialResult(
+        status="ok",
+        compile_time_s=compile_s,
+        accuracy=_accuracy(report, relaxed),
+        equivalent_of=same,
+        **facts,
+    )
 
 
 def _per_shape(
@@ -172,12 +208,17 @@ def _train_trial(
     measure.reset_peak_memory(spec.device)
     write_phase(spec.progress_path, "compiling")
     started = time.perf_counter()
-    target, steps, compile_s = _train.compile_first_steps(work, config, spec.device)
+    with output_code() as codes:
+        target, steps, compile_s = _train.compile_first_steps(work, config, spec.device)
     facts["phases"]["compile_s"] = time.perf_counter() - started
     gate = _train.gate_config(work, config)
     if gate is None:
         report = _train.compare_steps(work.reference, steps, relaxed=spec.relaxed_numerics)
         _raise_unless_correct(report, config, _EAGER_STEPS)
+        # Code already timed passed this gate then: only a gate of its own (below) waits.
+        same = _equivalent(spec, config, codes, facts)
+        if same is not None:
+            return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
     eager, calls = work.eager, work.calls
     assert eager is not None
     # The gate's own compile comes after timing: leave it twice what the first one took.
@@ -186,7 +227,7 @@ def _train_trial(
         spec, lambda: eager.sweep(calls), lambda: target.sweep(calls), deadline - reserve, facts
     )
     _raise_on_recompile_storm()
-    if len(calls) > 1:
+    if len(calls) > 1 and not timing.stopped_early:
         one_eager, one_compiled = (lambda c: eager.sweep([c])), (lambda c: target.sweep([c]))
         facts["per_shape"] = _per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
     if gate is not None:
@@ -234,13 +275,18 @@ def _ok_result(
         speedup_vs_eager_ci_high=timing.ratio.ci_high,
         rounds=timing.rounds,
         calls_per_sample=timing.calls_per_sample,
-        accuracy={
-            "max_abs_diff": report.max_abs_diff,
-            "max_rel_diff": report.max_rel_diff,
-            "relaxed": relaxed,
-        },  # fmt: skip
+        accuracy=_accuracy(report, relaxed),
+        pruned=timing.stopped_early,
         **facts,
     )
+
+
+def _accuracy(report: measure.AccuracyReport, relaxed: bool) -> dict[str, Any]:
+    return {
+        "max_abs_diff": report.max_abs_diff,
+        "max_rel_diff": report.max_rel_diff,
+        "relaxed": relaxed,
+    }
 
 
 @dataclass
@@ -291,6 +337,7 @@ def _time(
             deadline=deadline,
             precision=s.precision,
             max_seconds=s.max_seconds,
+            stop_below=s.stop_below,
         )
     except Exception as exc:
         raise classify(exc, None) from exc

@@ -36,6 +36,9 @@ class MeasureSettings:
     target_seconds: float = 2.0
     precision: float | None = None  # time on until the median speedup is known within +-this
     max_seconds: float | None = None  # with precision: rounds stop here at the latest
+    # Stop timing early once the median speedup is known (95%) to be below this: the trial is
+    # clearly slower than the best so far (see autotune.study._prune). None: never.
+    stop_below: float | None = None
 
     def precise(self, precision: float | None) -> MeasureSettings:
         """These settings, timing on past ``target_seconds`` until the 95% confidence interval
@@ -66,6 +69,9 @@ class TrialSpec:
     relaxed_numerics: bool = False  # the config relaxes numerics: looser correctness gate
     batch_size: int | None = None  # get_inputs(device, batch_size); None: get_inputs(device)
     progress_path: str | None = None  # where the trial writes its phase for a live display
+    # Code identities already measured in the study, to the trial that measured them: a trial
+    # that generates one of them is not timed (see autotune.trials._code).
+    known_code: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -111,6 +117,9 @@ class TrialResult:
     batch_size: int | None = None  # the batch size get_inputs was asked for, if one was
     cache_bytes_written: int | None = None  # what the trial added to the study's kernel cache
     wall_time_s: float | None = None
+    code_hash: str | None = None  # the identity of the generated code (autotune.trials._code)
+    equivalent_of: int | None = None  # the trial whose identical code was timed instead
+    pruned: bool = False  # timing stopped early: clearly slower than the best so far
 
     @property
     def ok(self) -> bool:

@@ -213,3 +213,26 @@ def test_real_work_on_the_real_clock_is_timed_well_formed() -> None:
     timing = interleaved_timing(_matmul_loop(4), _matmul_loop(2), "cpu",
                                 min_rounds=3, max_rounds=50, target_seconds=0.1)  # fmt: skip
     _assert_well_formed(timing, 3, 50)
+
+
+def test_stop_below_ends_rounds_once_the_median_ratio_is_known_to_be_below_it(
+    clock: FakeClock,
+) -> None:
+    # compiled 3-4x slower than eager: ratios within 1/4..1/3
+    eager, compiled = clock.costs(TICK), clock.costs(*JITTER)
+    stopped = interleaved_timing(eager, compiled, "cpu", min_rounds=10, target_seconds=0.5,
+                                 stop_below=0.5)  # fmt: skip
+    assert stopped.stopped_early and stopped.rounds == 10
+    assert stopped.ratio.ci_high < 0.5
+    full = interleaved_timing(eager, compiled, "cpu", min_rounds=10, target_seconds=0.5,
+                              stop_below=0.2)  # fmt: skip
+    assert not full.stopped_early and full.rounds > 10
+    plain = interleaved_timing(eager, compiled, "cpu", min_rounds=10, target_seconds=0.5)
+    assert not plain.stopped_early and plain.rounds == full.rounds
+
+
+def test_stop_below_waits_for_min_rounds(clock: FakeClock) -> None:
+    eager, compiled = clock.costs(TICK), clock.costs(*JITTER)
+    timing = interleaved_timing(eager, compiled, "cpu", min_rounds=25, target_seconds=0.5,
+                                stop_below=0.5)  # fmt: skip
+    assert timing.stopped_early and timing.rounds == 25

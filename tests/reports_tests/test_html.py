@@ -70,3 +70,20 @@ def test_headless_chromium_draws_every_plot_offline(page):
     drawn = re.findall(r'<div[^>]*id="(plot\d)"[^>]*class="[^"]*js-plotly-plot', done.stdout)
     assert len(set(drawn)) == 6, done.stdout[:2000]
     assert done.stdout.count('class="main-svg"') >= 6
+
+
+def test_the_history_leaves_out_the_priors_a_warm_start_told_and_keeps_trial_numbers():
+    import optuna
+
+    from autotune.reports.html import _own_trials
+    from autotune.study._borrow import PRIOR_ATTR
+
+    study = optuna.create_study(direction="maximize")
+    dist = {"x": optuna.distributions.FloatDistribution(0, 1)}
+    for value, prior in [(3.0, True), (2.0, True), (1.1, False), (1.4, False)]:
+        attrs = {PRIOR_ATTR: True} if prior else {}
+        study.add_trial(optuna.trial.create_trial(params={"x": 0.5}, distributions=dist,
+                                                  value=value, user_attrs=attrs))  # fmt: skip
+    own, numbers = _own_trials(study)
+    assert [t.value for t in own.trials] == [1.1, 1.4]
+    assert numbers == [2, 3]

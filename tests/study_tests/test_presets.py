@@ -3,6 +3,8 @@ them re-measured beside the winner."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from autotune.records import RecordStore
@@ -14,6 +16,7 @@ from autotune.study import (
     best_config,
     finalist_candidates,
 )
+from autotune.study._presets import preset_hashes
 from autotune.study._search import PRESET_ATTR
 from autotune.trials import TrialResult, TrialSpec
 
@@ -117,3 +120,22 @@ def test_a_tuned_config_within_the_spread_of_a_preset_gives_way_to_it(
     assert best.config is not None and best.config.options == {"freezing": True}
     assert best.config.dynamic is None
     assert "did not beat the preset 'freezing'" in best.reason
+
+
+def test_preset_finalists_all_puts_every_measured_preset_beside_the_winner(
+    tmp_path, model_file, space_file
+):
+    request = _request(tmp_path, model_file, space_file, trials=6)
+    search = Search(request, ByPreset())
+    search.run()
+    with RecordStore(request.storage) as store:
+        records = store.trials("s")
+    best_only = finalist_candidates(records, search.settings)
+    every = finalist_candidates(records, dataclasses.replace(search.settings,
+                                                             preset_finalists="all"))  # fmt: skip
+    names = preset_hashes(search.settings)
+    assert sum(r.config_hash in names for r in best_only) == 1
+    assert {r.config_hash for r in every if r.config_hash in names} == {
+        r.config_hash for r in records if r.config_hash in names and r.status == "ok"
+    }
+    assert len({r.config_hash for r in every}) == len(every)  # none twice

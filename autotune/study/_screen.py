@@ -1,0 +1,70 @@
+"""Screening spends a study's seconds where configurations can differ.
+
+Two rules, both for the configurations the sampler draws (baselines, presets and warm-start
+configs are always timed in full, since the decision compares the others with them):
+
+- **Same code, one timing.** A trial whose generated code is identical to a trial already
+  measured (see autotune.trials._code) is compiled, checked against eager, and not timed: it
+  takes that trial's measurement, is recorded as its equivalent, and Optuna is told the same
+  value. It still counts toward ``--trials``: it compiled.
+- **Clearly slower stops early.** Once the best trial so far is known, a trial whose running
+  median speedup is below the best's lower quartile with 95% confidence stops timing after
+  ten rounds (``--no-prune`` turns this off). The median it reached is its measurement: Optuna
+  is told it as the value, which ranks it where it belongs. Only for objectives that rank
+  trials by their speedup at one batch size (latency, throughput): under ``amortized`` a
+  slower steady state can still win on compile time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from autotune.records import TrialRecord
+from autotune.study._records import MEASUREMENTS
+from autotune.trials import TrialResult
+
+PRUNED_OBJECTIVES = ("latency", "throughput")
+# What an equivalent trial takes from the trial that timed its code: the steady state.
+_TIMED = (
+    *MEASUREMENTS,
+    "speedup_vs_eager_ci_low", "speedup_vs_eager_ci_high", "eager_latency_iqr_s", "rounds",
+    "calls_per_sample", "per_shape", "pruned",
+)  # fmt: skip
+
+
+def known_code(records: list[TrialRecord], batch_size: int | None) -> dict[str, int]:
+    """The code identities the study has timed (at this batch size), each to the earliest
+    trial that timed it."""
+    known: dict[str, int] = {}
+    for r in sorted(_timed(records, batch_size), key=lambda r: r.trial_number):
+        code = r.result.get("code_hash")
+        if code:
+            known.setdefault(code, r.trial_number)
+    return known
+
+
+def stop_below(records: list[TrialRecord], objective: str, batch_size: int | None) -> float | None:
+    """The speedup a sampled trial must be able to reach to keep timing: the lower quartile
+    of the best trial measured so far at this batch size (default compile included); None
+    when the objective does not rank by it or nothing compiled was measured yet."""
+    if objective not in PRUNED_OBJECTIVES:
+        return None
+    measured = [r for r in _timed(records, batch_size) if r.baseline != "eager" and r.config]
+    best = max(measured, key=lambda r: r.speedup_vs_eager or 0.0, default=None)
+    return best.speedup_vs_eager_q1 if best is not None else None
+
+
+def reuse_timing(result: TrialResult, timed: TrialRecord) -> TrialResult:
+    """``result`` (compiled, checked, not timed) with the steady state of ``timed``, the trial
+    that ran the same code."""
+    earlier = TrialResult.from_dict(timed.result)
+    return dataclasses.replace(result, **{name: getattr(earlier, name) for name in _TIMED})
+
+
+def _timed(records: list[TrialRecord], batch_size: int | None) -> list[TrialRecord]:
+    """Trials that timed their own code and passed, at this batch size."""
+    return [
+        r for r in records
+        if r.status == "ok" and r.duplicate_of is None and r.equivalent_of is None
+        and r.batch_size == batch_size
+    ]  # fmt: skip

@@ -1,0 +1,75 @@
+"""What a compile generated: the identity of a trial's code, so that two configs that generate
+the same code are timed once.
+
+Many knob combinations generate identical code (measured on the convnet on this CPU:
+``cpp.min_chunk_size`` and, without ``freezing``, ``max_autotune`` change nothing), and timing
+the same code twice measures only noise. Inductor hands every graph's output code (the wrapper,
+with its kernels' source inline) to ``GraphLowering.save_output_code`` when it compiles a graph
+and when it loads one from the FX graph cache; that hook is what ``torch._inductor.utils.
+run_and_get_code`` uses.
+
+The identity is that code plus what changes how the same code runs: the backend, ``dynamic``,
+``fullgraph``, the Dynamo settings, the scope, the Inductor options that wrap the compiled
+graph at run time (CUDA graphs) and the batch size. It is conservative: code that differs
+only in a comment or a kernel's name counts as different.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from autotune.runtime.config import CompileConfig
+
+# Inductor options that change how the generated code is run, not the code: CUDA graphs.
+_RUNTIME_OPTION = "cudagraph"
+# The first line of every graph's code numbers the graph in the process ("# AOT ID:
+# ['0_inference']"): a count of earlier compiles, not a property of the code.
+_AOT_ID = re.compile(r"^# AOT ID: .*$", re.MULTILINE)
+
+
+@contextlib.contextmanager
+def output_code() -> Iterator[list[str]]:
+    """Collects the output code of every graph Inductor compiles or loads inside the block
+    (nothing on a torch without the hook, or for a backend other than Inductor)."""
+    from torch._inductor.graph import GraphLowering
+
+    codes: list[str] = []
+    if not hasattr(GraphLowering, "save_output_code"):
+        yield codes
+        return
+    saved = GraphLowering.save_output_code
+    GraphLowering.save_output_code = codes.append
+    try:
+        yield codes
+    finally:
+        GraphLowering.save_output_code = saved
+
+
+def code_identity(config: CompileConfig, batch_size: int | None, codes: list[str]) -> str | None:
+    """A 32-hex-digit digest that two trials share exactly when they run the same generated
+    code the same way; None when no code was collected (nothing to compare)."""
+    if not codes:
+        return None
+    runtime: dict[str, Any] = {k: v for k, v in config.options.items() if _RUNTIME_OPTION in k}
+    described = config.to_dict()
+    payload = {
+        "backend": config.backend,
+        "dynamic": config.dynamic,
+        "fullgraph": config.fullgraph,
+        "dynamo": described["dynamo"],
+        "scope": described["scope"],
+        "runtime_options": runtime,
+        "batch_size": batch_size,
+        "code": [hashlib.sha256(_normalized(code).encode()).hexdigest() for code in codes],
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def _normalized(code: str) -> str:
+    return _AOT_ID.sub("", code, count=1)
