@@ -227,7 +227,7 @@ def _report(runs: list[ModelRun], args: argparse.Namespace) -> str:
     lines = [
         f"# Model suite on {args.device}: tuned against every preset, in one finalist round",
         "",
-        f"Machine: {platform.node()}, {_device_name(args.device)}; torch {torch.__version__}, "
+        f"Machine: {platform.node()}, {device_name(args.device)}; torch {torch.__version__}, "
         f"Python {platform.python_version()}. `python benchmarks/suite.py --device "
         f"{args.device} --trials {args.trials} --finalists {args.finalists}`: each model's "
         f"`autotune search --trials {args.trials} --finalists {args.finalists} "
@@ -243,7 +243,8 @@ def _report(runs: list[ModelRun], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _device_name(device: str) -> str:
+def device_name(device: str) -> str:
+    """The GPU's name, or the CPU model and the cores this process may use."""
     if device.startswith("cuda"):
         return torch.cuda.get_device_name(device)
     for line in Path("/proc/cpuinfo").read_text().splitlines():
