@@ -81,7 +81,7 @@ class StudySettings:
     # Which of the space's measured presets join them: "best" (the best-scoring one) or "all".
     preset_finalists: str = "best"
     # A sampled trial clearly slower than the best so far stops timing early (latency and
-    # throughput studies; see autotune.study._prune).
+    # throughput studies; see autotune.study._screen).
     prune: bool = True
     pick: str | None = None  # --pareto: the rule that picks from the front
     warm_start: bool = False  # amortized/--pick: charge the warm compile, not the cold one
