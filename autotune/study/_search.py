@@ -462,10 +462,7 @@ class Search:
                 f"gone since; trial {trial} does not count"
             )
             return None
-        self.on_note(
-            f"trial {trial} generated the same code as trial {number}: its measurement is reused"
-        )
-        return reuse_timing(result, timed)
+        return reuse_timing(result, timed)  # its trial line says so
 
     def _prune_cache(self) -> int:
         """Keeps the kernel cache under its limit; returns the bytes it holds."""
