@@ -32,6 +32,7 @@ import torch
 from autotune.records import RecordStore, TrialRecord
 from autotune.study import Decision, StudySettings, decide
 from autotune.study._presets import preset_hashes
+from autotune.study._screen import screened
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -138,10 +139,11 @@ def _emitted(decision: Decision, r: TrialRecord) -> bool:
 
 def _trial_counts(records: list[TrialRecord]) -> dict[str, int]:
     searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
+    same, early = screened(searched)
     return {
         "searched": len(searched),
-        "same code (reused)": sum(1 for r in searched if r.equivalent_of is not None),
-        "stopped early": sum(1 for r in searched if r.pruned),
+        "same code (reused)": same,
+        "stopped early": early,
         "failed": sum(1 for r in searched if r.status != "ok"),
         "same config (reused)": sum(1 for r in records if r.duplicate_of is not None),
     }

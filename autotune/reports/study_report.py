@@ -11,6 +11,7 @@ from autotune.records import TrialRecord
 from autotune.reports._format import clip, ms, times
 from autotune.reports._study import StudyData, TrialRow
 from autotune.study._pareto import front
+from autotune.study._screen import screened
 
 _CONFIG_MIN_WIDTH = 30
 
@@ -42,8 +43,7 @@ def header(data: StudyData) -> str:
     searched = len(data.searched)
     baselines = sum(1 for r in data.records if r.baseline)
     reused = sum(1 for r in data.records if r.duplicate_of is not None)
-    same_code = sum(1 for r in data.records if r.equivalent_of is not None)
-    pruned = sum(1 for r in data.searched if r.pruned and r.equivalent_of is None)
+    same_code, pruned = screened(data.records)
     running = f", {data.running} running" if data.running else ""
     lines = [
         f"Study {data.name!r} in {data.storage}: {data.state()}, {searched} of {s.trials} "

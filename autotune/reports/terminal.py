@@ -12,6 +12,7 @@ from autotune.reports._format import ms as _ms
 from autotune.runtime.config import BestConfig
 from autotune.study import Decision, Objective, break_even_calls
 from autotune.study._pareto import axis_value
+from autotune.study._screen import screened
 
 _BRIEF_WIDTH = 58
 
@@ -46,8 +47,7 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
 
 def _screening(records: list[TrialRecord]) -> str:
     """How many trials screening spared: same code as a timed trial, or stopped early."""
-    same = sum(1 for r in records if r.equivalent_of is not None)
-    early = sum(1 for r in records if r.pruned and r.equivalent_of is None)
+    same, early = screened(records)
     parts = [f"{same} generated code already timed"] if same else []
     parts += [f"{early} stopped timing early (clearly slower)"] if early else []
     return f"; {' and '.join(parts)}" if parts else ""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from autotune.records import TrialRecord
-from autotune.study._records import MEASUREMENTS
+from autotune.study._records import MEASUREMENTS, candidates
 from autotune.trials import TrialResult
 
 PRUNED_OBJECTIVES = ("latency", "throughput")
@@ -49,8 +49,7 @@ def stop_below(records: list[TrialRecord], objective: str, batch_size: int | Non
     when the objective does not rank by it or nothing compiled was measured yet."""
     if objective not in PRUNED_OBJECTIVES:
         return None
-    measured = [r for r in _timed(records, batch_size) if r.baseline != "eager" and r.config]
-    best = max(measured, key=lambda r: r.speedup_vs_eager or 0.0, default=None)
+    best = max(_timed(records, batch_size), key=lambda r: r.speedup_vs_eager or 0.0, default=None)
     return best.speedup_vs_eager_q1 if best is not None else None
 
 
@@ -61,10 +60,14 @@ def reuse_timing(result: TrialResult, timed: TrialRecord) -> TrialResult:
     return dataclasses.replace(result, **{name: getattr(earlier, name) for name in _TIMED})
 
 
+def screened(records: list[TrialRecord]) -> tuple[int, int]:
+    """How many trials took an earlier trial's timing for the same code, and how many (of the
+    others) stopped timing early."""
+    same = sum(1 for r in records if r.equivalent_of is not None)
+    early = sum(1 for r in records if r.pruned and r.equivalent_of is None)
+    return same, early
+
+
 def _timed(records: list[TrialRecord], batch_size: int | None) -> list[TrialRecord]:
-    """Trials that timed their own code and passed, at this batch size."""
-    return [
-        r for r in records
-        if r.status == "ok" and r.duplicate_of is None and r.equivalent_of is None
-        and r.batch_size == batch_size
-    ]  # fmt: skip
+    """Compiled trials that timed their own code and passed, at this batch size."""
+    return [r for r in candidates(records) if r.batch_size == batch_size]
