@@ -7,7 +7,7 @@ import dataclasses
 
 import torch
 
-from autotune.records import RecordStore
+from autotune.records import RecordStore, TrialRecord
 from autotune.space import load_space
 from autotune.study import (
     Search,
@@ -58,6 +58,19 @@ def _request(tmp_path, model_file, space_file, trials: int) -> SearchRequest:
     return SearchRequest("s", f"sqlite:///{tmp_path}/t.db", settings)
 
 
+def _searched(
+    request: SearchRequest, first: dict | None = None
+) -> tuple[Search, list[TrialRecord]]:
+    """The study searched with ByPreset (``first``: params queued before it runs), and its
+    records."""
+    search = Search(request, ByPreset())
+    if first is not None:
+        search.study.enqueue_trial(first)
+    search.run()
+    with RecordStore(request.storage) as store:
+        return search, store.trials("s")
+
+
 def test_presets_run_after_the_baselines_each_as_written(tmp_path, model_file, space_file):
     runner, notes = ByPreset(), []
     request = _request(tmp_path, model_file, space_file, trials=6)
@@ -95,10 +108,7 @@ def test_the_budget_gives_presets_at_most_half(tmp_path, model_file, space_file)
 
 def test_the_best_preset_is_always_a_finalist(tmp_path, model_file, space_file):
     request = _request(tmp_path, model_file, space_file, trials=6)
-    search = Search(request, ByPreset())
-    search.run()
-    with RecordStore(request.storage) as store:
-        records = store.trials("s")
+    search, records = _searched(request)
     chosen = finalist_candidates(records, search.settings)
     # one finalist by the budget, default compile, and the best preset: freezing (1.5x)
     assert any(r.config and r.config["options"] == {"freezing": True} for r in chosen)
@@ -109,13 +119,9 @@ def test_a_tuned_config_within_the_spread_of_a_preset_gives_way_to_it(
     tmp_path, model_file, space_file
 ):
     request = _request(tmp_path, model_file, space_file, trials=4)
-    search = Search(request, ByPreset())
     tuned = {"compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
              "inductor.max_fusion_size": 64}  # fmt: skip
-    search.study.enqueue_trial(tuned)  # 1.505x: a hair above the freezing preset's 1.5x
-    search.run()
-    with RecordStore(request.storage) as store:
-        records = store.trials("s")
+    search, records = _searched(request, tuned)  # 1.505x: a hair above the freezing preset's 1.5x
     best = best_config(records, search.settings, "s", request.storage)
     assert best.config is not None and best.config.options == {"freezing": True}
     assert best.config.dynamic is None
@@ -126,10 +132,7 @@ def test_preset_finalists_all_puts_every_measured_preset_beside_the_winner(
     tmp_path, model_file, space_file
 ):
     request = _request(tmp_path, model_file, space_file, trials=6)
-    search = Search(request, ByPreset())
-    search.run()
-    with RecordStore(request.storage) as store:
-        records = store.trials("s")
+    search, records = _searched(request)
     best_only = finalist_candidates(records, search.settings)
     every = finalist_candidates(records, dataclasses.replace(search.settings,
                                                              preset_finalists="all"))  # fmt: skip
