@@ -17,6 +17,7 @@ each a separate command. Writes ``benchmarks/results/suite_<device>.md``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -78,13 +79,27 @@ def main() -> int:
     parser.add_argument("--finalists", type=int, default=3)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--verify", type=int, default=1, help="autotune verify runs per model")
+    parser.add_argument("--out", type=Path, help="the report (default results/suite_DEVICE.md)")
+    parser.add_argument("--json", type=Path, help="also write the raw runs here, as JSON")
+    parser.add_argument(
+        "--before", type=Path, help="the --json of an earlier run: its figures beside these"
+    )
+    parser.add_argument("--render", type=Path, help="only write the report of this --json run")
     args = parser.parse_args()
+    if args.render:
+        return _render(args)
+    load_before = os.getloadavg()
     runs = []
     for name in args.models.split(","):
         runs.append(_model_run(name, args))
         print(_model_section(runs[-1]), flush=True)
-    report = _report(runs, args)
-    out = HERE / "results" / f"suite_{args.device.split(':')[0]}.md"
+    machine = {"load_before": load_before, "load_after": os.getloadavg(), **_machine(args)}
+    if args.json:
+        raw = {"machine": machine, "runs": [dataclasses.asdict(r) for r in runs]}
+        args.json.write_text(json.dumps(raw, indent=1) + "\n")
+    before = _runs_from_json(args.before) if args.before else None
+    report = _report(runs, args, machine, before)
+    out = args.out or HERE / "results" / f"suite_{args.device.split(':')[0]}.md"
     out.write_text(report)
     print(report)
     return 0
@@ -185,27 +200,49 @@ def holds(run: ModelRun) -> tuple[bool, str]:
     )
 
 
-def _model_section(run: ModelRun) -> str:
+def _model_section(run: ModelRun, before: ModelRun | None = None) -> str:
     counts = ", ".join(f"{v} {k}" for k, v in run.trials.items())
+    head = (
+        "| finalist | config | speedup vs eager (q1-q3), pooled cold+warm | cold compile | "
+        "warm compile | emitted |"
+    )
+    rule = "|---|---|---|---|---|---|"
+    earlier = {r.brief: r for r in before.rows} if before else {}
+    if before is not None:
+        head += " before: same config |"
+        rule += "---|"
     lines = [
         f"### {run.model}",
         "",
         f"Search wall time {run.wall_s:.0f} s; trials: {counts}.",
         f"Decision: **{run.decision}**: {run.reason}",
         "",
-        "| finalist | config | speedup vs eager (q1-q3), pooled cold+warm | cold compile | "
-        "warm compile | emitted |",
-        "|---|---|---|---|---|---|",
+        head,
+        rule,
     ]
     for r in sorted(run.rows, key=lambda r: r.speedup, reverse=True):
-        lines.append(
+        line = (
             f"| {r.label} | `{r.brief}` | {r.speedup:.2f}x ({r.q1:.2f}-{r.q3:.2f}) | "
             f"{_s(r.cold_s)} | {_s(r.warm_s)} | {'**yes**' if r.emitted else ''} |"
         )
+        if before is not None:
+            old = earlier.get(r.brief)
+            line += f" {_figure(old)} |" if old else " not a finalist |"
+        lines.append(line)
     lines += ["", f"Rule (tuned ≥ best preset within spread): {holds(run)[1]}.", ""]
+    if before is not None:
+        lines += [
+            f"Before: decision **{before.decision}**, emitted {_emitted_figure(before)}; "
+            f"search wall time {before.wall_s:.0f} s.",
+            "",
+        ]
     if run.verify:
         lines.append("autotune verify: " + "; ".join(_verified(v) for v in run.verify) + ".")
     return "\n".join(lines) + "\n"
+
+
+def _figure(r: Row) -> str:
+    return f"{r.speedup:.2f}x ({r.q1:.2f}-{r.q3:.2f})"
 
 
 def _s(seconds: float | None) -> str:
@@ -222,27 +259,93 @@ def _verified(run: dict[str, object]) -> str:
     return f"{run['verdict']}: {said}"
 
 
-def _report(runs: list[ModelRun], args: argparse.Namespace) -> str:
-    summary = ["| model | decision | emitted vs best preset (same round) |", "|---|---|---|"]
+def _report(
+    runs: list[ModelRun],
+    args: argparse.Namespace,
+    machine: dict[str, object],
+    before: list[ModelRun] | None = None,
+) -> str:
+    by_model = {run.model: run for run in before or []}
+    head = "| model | decision | emitted vs best preset (same round) |"
+    rule = "|---|---|---|"
+    if before is not None:
+        head += " before: decision, emitted | after: emitted |"
+        rule += "---|---|"
+    summary = [head, rule]
     for run in runs:
-        summary.append(f"| {run.model} | {run.decision} | {holds(run)[1]} |")
+        line = f"| {run.model} | {run.decision} | {holds(run)[1]} |"
+        if before is not None:
+            old = by_model.get(run.model)
+            was = f"{old.decision}, {_emitted_figure(old)}" if old else "not run"
+            line += f" {was} | {_emitted_figure(run)} |"
+        summary.append(line)
     lines = [
         f"# Model suite on {args.device}: tuned against every preset, in one finalist round",
         "",
-        f"Machine: {platform.node()}, {device_name(args.device)}; torch {torch.__version__}, "
-        f"Python {platform.python_version()}. `python benchmarks/suite.py --device "
-        f"{args.device} --trials {args.trials} --finalists {args.finalists}`: each model's "
-        f"`autotune search --trials {args.trials} --finalists {args.finalists} "
-        "--preset-finalists all`. Every finalist ran in two fresh processes (cold, then warm "
-        "in reverse order), each timed until its median speedup was known within ±2% (95% "
-        "confidence) or for 10 s; the figures pool the two (median of medians, widest "
-        "quartiles).",
+        f"Machine: {machine['node']}, {machine['device']}; torch {machine['torch']}, "
+        f"Python {machine['python']}. CPU flags that decide the generated code: "
+        f"{machine['cpu_flags'] or 'none of avx2, avx512*, amx*'}. Load average (1, 5, 15 "
+        f"min) {_load(machine['load_before'])} before, {_load(machine['load_after'])} after. "
+        f"`python benchmarks/suite.py --device {args.device} --trials {args.trials} "
+        f"--finalists {args.finalists}`: each model's `autotune search --trials {args.trials} "
+        f"--finalists {args.finalists} --preset-finalists all`. Every finalist ran in two "
+        "fresh processes (cold, then warm in reverse order), each timed until its median "
+        "speedup was known within ±2% (95% confidence) or for 10 s; the figures pool the two "
+        "(median of medians, widest quartiles).",
         "",
         *summary,
         "",
-        *(_model_section(run) for run in runs),
+        *(_model_section(run, by_model.get(run.model)) for run in runs),
     ]
     return "\n".join(lines)
+
+
+def _render(args: argparse.Namespace) -> int:
+    machine = json.loads(args.render.read_text())["machine"]
+    before = _runs_from_json(args.before) if args.before else None
+    report = _report(_runs_from_json(args.render), args, machine, before)
+    (args.out or HERE / "results" / f"suite_{args.device.split(':')[0]}.md").write_text(report)
+    print(report)
+    return 0
+
+
+def _emitted_figure(run: ModelRun) -> str:
+    emitted = next((r for r in run.rows if r.emitted), None)
+    if emitted is None:
+        return "eager 1.00x"
+    return f"{emitted.label} {_figure(emitted)}"
+
+
+def _load(values: object) -> str:
+    return ", ".join(f"{v:.2f}" for v in values) if isinstance(values, (list, tuple)) else "-"
+
+
+def _machine(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "node": platform.node(),
+        "device": device_name(args.device),
+        "cpu_flags": " ".join(cpu_flags()),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def cpu_flags() -> list[str]:
+    """The CPU flags that decide Inductor's vector code: AVX2, AVX-512 and AMX."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = line.split(":", 1)[1].split()
+            return sorted(f for f in flags if f.startswith(("avx2", "avx512", "amx")))
+    return []
+
+
+def _runs_from_json(path: Path) -> list[ModelRun]:
+    raw = json.loads(path.read_text())
+    runs = []
+    for run in raw["runs"]:
+        rows = [Row(**row) for row in run.pop("rows")]
+        runs.append(ModelRun(**run, rows=rows))
+    return runs
 
 
 def device_name(device: str) -> str:

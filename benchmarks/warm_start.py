@@ -7,7 +7,8 @@ the compile cache, and with the AOTInductor package shipped beside a best-config
 
 With --default-compile the file is first written with default torch.compile for the model
 (and its cache and package exported): their effect does not depend on which config won a
-search.
+search. --frozen writes max-autotune-no-cudagraphs with frozen weights instead: its package
+embeds the folded weights, and the compile cache holds the frozen graphs.
 
 Each run is a new Python process with a new, empty Inductor cache directory, so "without"
 is a cold compile as on a newly deployed machine, "cache" loads only the shipped archive, and
@@ -74,19 +75,14 @@ def main() -> None:
         action="store_true",
         help="write BEST with default torch.compile and export its cache first",
     )
+    parser.add_argument(
+        "--frozen",
+        action="store_true",
+        help="write BEST with max-autotune-no-cudagraphs + freezing and export its cache first",
+    )
     args = parser.parse_args()
-    if args.default_compile:
-        from autotune.runtime import BestConfig, CompileConfig
-        from autotune.study import export_cache
-
-        BestConfig(
-            decision="compile",
-            reason="default torch.compile (benchmark)",
-            config=CompileConfig(),
-            model={"source": os.path.abspath(args.model)},
-            workload={"kind": "infer", "device": "cpu", "seed": 0},
-        ).dump(args.best)
-        export_cache(args.best, aot=True, on_note=lambda note: print(note, file=sys.stderr))
+    if args.default_compile or args.frozen:
+        write(args.model, args.best, frozen=args.frozen)
     import autotune
 
     modes = ["none", "cache"] + (["aot"] if autotune.load(args.best).aot else [])
@@ -96,8 +92,32 @@ def main() -> None:
             results[mode].append(run(args.model, args.best, mode))
     median = {k: statistics.median(r["first_output_s"] for r in v) for k, v in results.items()}
     ratios = {k: median[k] / median["none"] for k in modes if k != "none"}
+    best = autotune.load(args.best)
+    shipped = {k: {"bytes": a["bytes"], **({"weights": a["weights"]} if "weights" in a else {})}
+               for k, a in (("cache", best.cache), ("aot", best.aot)) if a}  # fmt: skip
     print(json.dumps({"model": args.model, "config": autotune_brief(args.best), "runs": results,
-                      "median_first_output_s": median, "ratio": ratios}, indent=1))  # fmt: skip
+                      "median_first_output_s": median, "ratio": ratios, "shipped": shipped},
+                     indent=1))  # fmt: skip
+
+
+def write(model: str, best: str, *, frozen: bool) -> None:
+    """Writes ``best`` with default torch.compile, or (``frozen``) max-autotune-no-cudagraphs
+    with frozen weights, and exports its cache and package."""
+    import torch
+
+    from autotune.runtime import BestConfig, CompileConfig
+    from autotune.study import export_cache
+
+    mode = "max-autotune-no-cudagraphs" if frozen else "default"
+    options = {**torch._inductor.list_mode_options(mode), "freezing": True} if frozen else {}
+    BestConfig(
+        decision="compile",
+        reason=f"{'frozen ' if frozen else ''}{mode} torch.compile (benchmark)",
+        config=CompileConfig(mode=mode, options=options),
+        model={"source": os.path.abspath(model)},
+        workload={"kind": "infer", "device": "cpu", "seed": 0},
+    ).dump(best)
+    export_cache(best, aot=True, on_note=lambda note: print(note, file=sys.stderr))
 
 
 def autotune_brief(best: str) -> str:

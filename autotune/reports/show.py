@@ -161,6 +161,11 @@ def _how(facts: dict[str, Any]) -> list[str]:
     for knob in facts["knobs"]:
         meaning = knob["meaning"] or "(not described by the built-in spaces)"
         lines.append(f"  {knob['knob']} = {knob['value']!r}: {meaning}")
+    if any(k["knob"] == "inductor.freezing" and k["value"] is True for k in facts["knobs"]):
+        lines.append(
+            "Frozen weights: the first call under torch.no_grad() folds the model's weights "
+            "into the compiled code; load them before it (later in-place changes are not seen)."
+        )
     return lines
 
 
@@ -269,11 +274,16 @@ def _artifact(
 
 def _aot_line(aot: dict[str, Any]) -> str:
     valid = aot.get("valid_for") or {}
+    weights = (
+        f"its frozen weights inside (built from weights sha256 "
+        f"{str(aot.get('weights_sha256'))[:16]}…: a model with other weights compiles instead)"
+        if aot.get("weights") == "embedded"
+        else "weights taken from the model at load"
+    )
     text = (
         f"AOTInductor package: {aot['path']} ({aot['bytes'] / 2**20:.1f} MiB, sha256 "
-        f"{str(aot['sha256'])[:16]}…), the whole model compiled ahead of time, weights taken "
-        f"from the model at load; valid for torch {valid.get('torch')} on "
-        f"{valid.get('device_name')}"
+        f"{str(aot['sha256'])[:16]}…), the whole model compiled ahead of time, {weights}; "
+        f"valid for torch {valid.get('torch')} on {valid.get('device_name')}"
     )
     return text + _here_tail(
         aot,

@@ -18,7 +18,9 @@ BEST_OPTIONAL = (
     "config_hash", "metrics", "environment", "model", "workload", "source", "cache", "aot"
 )  # fmt: skip
 CACHE_KEYS = ("kind", "path", "sha256", "bytes", "valid_for")
-AOT_OPTIONAL = ("weights",)
+AOT_OPTIONAL = ("weights", "weights_sha256")
+# Where a package's weights come from: the model at load, or its own (frozen at build time).
+AOT_WEIGHTS = ("from-model", "embedded")
 FILE_KEYS = ("schema_version", "autotune_version", "entries")
 BEST_KEYS = (*BEST_REQUIRED, *BEST_OPTIONAL, "created_at")
 
@@ -185,7 +187,25 @@ def best_problems(d: Any, where: str, schema_version: int) -> list[str]:
         problems += _artifact_problems(d["cache"], "cache")
     if d.get("aot") is not None:
         problems += _artifact_problems(d["aot"], "aot", AOT_OPTIONAL)
+        problems += _weights_problems(d["aot"])
     return problems
+
+
+def _weights_problems(aot: Any) -> list[str]:
+    if not isinstance(aot, Mapping):
+        return []
+    weights = aot.get("weights", "from-model")
+    if weights not in AOT_WEIGHTS:
+        return [expect("aot.weights", weights, " or ".join(map(repr, AOT_WEIGHTS)))]
+    if weights == "embedded" and not _is_sha256(aot.get("weights_sha256")):
+        return [expect("aot.weights_sha256", aot.get("weights_sha256"), "64 lowercase hex digits")]
+    return []
+
+
+def _is_sha256(value: Any) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 def _artifact_problems(value: Any, where: str, optional: Sequence[str] = ()) -> list[str]:
@@ -198,11 +218,7 @@ def _artifact_problems(value: Any, where: str, optional: Sequence[str] = ()) -> 
     if "path" in value and (not isinstance(path, str) or "/" in path or path in ("", ".", "..")):
         problems.append(expect(f"{where}.path", path, "a file name beside the best-config file"))
     digest = value.get("sha256")
-    if "sha256" in value and not (
-        isinstance(digest, str)
-        and len(digest) == 64
-        and all(c in "0123456789abcdef" for c in digest)
-    ):
+    if "sha256" in value and not _is_sha256(digest):
         problems.append(expect(f"{where}.sha256", digest, "64 lowercase hex digits"))
     size = value.get("bytes")
     if "bytes" in value and (not isinstance(size, int) or isinstance(size, bool) or size < 0):

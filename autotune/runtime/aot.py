@@ -12,6 +12,12 @@ Inductor would inline small parameters and buffers into the generated code as li
 *user-managed*: the package reads the model's tensors in place, so retrained weights of the same
 architecture need no new package, and a later in-place ``load_state_dict`` is seen at once.
 
+With ``freezing``, the weights are part of the compiled code: Inductor folds them (``2 * w``
+computed once) and packs them for its GEMMs at build time, so the constants the package needs
+are not the model's tensors. Such a package embeds its constants (``"weights": "embedded"``)
+and records the SHA-256 of the weights it was built from; :func:`load_package` hands it nothing
+and refuses a model whose weights differ (the model then compiles, and freezes its own).
+
 Packages are inference-only: no autograd graph is recorded and outputs have no ``grad_fn``; the
 model runs as it was exported (``eval()`` it first). Its code is built for the machine it was
 built on (``-march=native`` on CPU), so ``valid_for`` must pin the CPU or GPU. A package holds a
@@ -32,6 +38,7 @@ import torch.utils._pytree as pytree
 from autotune.measure.accuracy import clone_outputs, compare_outputs
 from autotune.runtime.cache import refuse_if_changed, sha256_of
 from autotune.runtime.config import CompileConfig
+from autotune.runtime.fingerprint import weights_sha256
 
 if TYPE_CHECKING:
     from autotune.workload import Call
@@ -74,9 +81,9 @@ def why_not_packaged(
             f"the calls have {shape_sets} distinct input shapes but the config is "
             "dynamic=False, and one static package serves one shape set"
         )
-    lacking = _torch_lacks(dynamic=shape_sets > 1)
+    lacking = _torch_lacks(dynamic=shape_sets > 1, frozen=frozen(config))
     if lacking:
-        return f"torch {torch.__version__} cannot package without its weights ({lacking})"
+        return f"torch {torch.__version__} cannot package this model ({lacking})"
     return None
 
 
@@ -106,8 +113,13 @@ def build_package(
     with torch.no_grad():
         expected = [clone_outputs(model(*call.args, **call.kwargs)) for call in calls]
         program = _stage("torch.export failed", _export, model, calls, config.dynamic)
-        options = {**config.options, **_WITHOUT_WEIGHTS}
-        options["aot_inductor.metadata"] = {_METADATA_KEY: _describe_constants(model, program)}
+        options = dict(config.options)
+        weights: dict[str, Any] = {"weights": "embedded", "weights_sha256": weights_sha256(model)}
+        if not frozen(config):
+            options.update(_WITHOUT_WEIGHTS)
+            constants = _describe_constants(model, program)
+            options["aot_inductor.metadata"] = {_METADATA_KEY: constants}
+            weights = {"weights": "from-model"}
         package_path.unlink(missing_ok=True)
         try:
             _stage("AOTInductor failed", _compile, program, package_path, options)
@@ -116,7 +128,7 @@ def build_package(
                 "path": package_path.name,
                 "sha256": sha256_of(package_path),
                 "bytes": package_path.stat().st_size,
-                "weights": "from-model",
+                **weights,
             }
             packaged = _stage(
                 "the package does not load", load_package, entry, package_path, model
@@ -128,29 +140,53 @@ def build_package(
     return entry
 
 
+def frozen(config: CompileConfig) -> bool:
+    """Whether ``config`` freezes the weights into the compiled code (inference only)."""
+    return config.backend == "inductor" and bool(config.options.get("freezing"))
+
+
 def load_package(entry: dict[str, Any], package: Path, model: torch.nn.Module) -> PackagedModule:
     """Loads the package ``entry`` (the file's ``package`` object) from ``package`` and gives it
-    ``model``'s current parameters and buffers.
+    ``model``'s current parameters and buffers; a package that embeds its (frozen) weights gets
+    nothing, once ``model``'s weights are found to be the ones it was built from.
 
     Raises:
         FileNotFoundError: ``package`` is not there.
         CacheRefusedError: Its SHA-256 is not the one the file records.
         PackageMismatchError: ``model`` lacks a tensor the package needs, or has it with
-            another dtype, device or shape; or this torch cannot feed a package its weights.
+            another dtype, device or shape; or its weights are not those a package with
+            embedded weights was built from; or this torch cannot feed a package its weights.
     """
     if not package.is_file():
         raise FileNotFoundError(
             f"the AOTInductor package {package} named by the file is not there"
         )
     refuse_if_changed(entry, package, "AOTInductor package", "a package holds shared objects")
-    lacking = _torch_lacks(dynamic=False)
+    embedded = entry.get("weights") == "embedded"
+    lacking = _torch_lacks(dynamic=False, frozen=embedded)
     if lacking:
         raise PackageMismatchError(
-            f"torch {torch.__version__} cannot feed a package the model's weights ({lacking}); "
-            "compile the model instead."
+            f"torch {torch.__version__} cannot load this package ({lacking}); compile the "
+            "model instead."
         )
+    if embedded:
+        _refuse_other_weights(entry, model)
+        return PackagedModule(_load_runner(package), model, embedded=True)
     runner = _load_runner(package)
     return PackagedModule(runner, model, _expected_constants(runner, package))
+
+
+def _refuse_other_weights(entry: dict[str, Any], model: torch.nn.Module) -> None:
+    built_from = str(entry.get("weights_sha256"))
+    here = weights_sha256(model)
+    if here != built_from:
+        raise PackageMismatchError(
+            "The AOTInductor package embeds the weights it was built from (freezing folds "
+            f"them into its code: sha256 {built_from[:16]}…), and this model's differ "
+            f"({here[:16]}…): it would serve the other weights. Build the package from this "
+            "model's weights (autotune cache export with a model file that loads them), or "
+            "compile instead."
+        )
 
 
 def _load_runner(package: Path) -> Any:
@@ -174,16 +210,24 @@ class PackagedModule(torch.nn.Module):
 
     The package reads the model's tensors in place. Each call first checks that they still live
     where they did (``model.to(...)``, ``p.data = ...``) and ``load_state_dict(assign=True)`` is
-    noticed; after assigning a new parameter object by hand, call :meth:`refresh`.
+    noticed; after assigning a new parameter object by hand, call :meth:`refresh`. A package
+    that embeds frozen weights (``embedded``) reads none of the model's tensors: like a frozen
+    compile, it does not see weights changed after it was loaded.
     """
 
     def __init__(
-        self, runner: Any, model: torch.nn.Module, expected: dict[str, Any] | None = None
+        self,
+        runner: Any,
+        model: torch.nn.Module,
+        expected: dict[str, Any] | None = None,
+        *,
+        embedded: bool = False,
     ) -> None:
         super().__init__()
         self._orig_mod = model
         self._runner = runner
         self._expected = expected or {}
+        self._embedded = embedded  # frozen weights inside the package: nothing to hand it
         self._held: list[torch.Tensor] = []
         self._pointers: list[int] = []
         self.refresh()
@@ -196,7 +240,10 @@ class PackagedModule(torch.nn.Module):
         return self._runner(*args, **kwargs)
 
     def refresh(self) -> None:
-        """Hands the model's current parameters and buffers to the package again."""
+        """Hands the model's current parameters and buffers to the package again (nothing
+        to a package that embeds its frozen weights)."""
+        if self._embedded:
+            return
         fqns = list(self._runner.get_constant_fqns())
         tensors = _named_tensors(self._orig_mod)
         wanted = dict.fromkeys([*fqns, *self._expected.get("tensors", {})])
@@ -281,8 +328,9 @@ def _shapes(call: Call) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(t.shape) for t in leaves if isinstance(t, torch.Tensor))
 
 
-def _torch_lacks(*, dynamic: bool) -> str | None:
-    """What this torch lacks to package a model without its weights, else None."""
+def _torch_lacks(*, dynamic: bool, frozen: bool = False) -> str | None:
+    """What this torch lacks to package a model (without its weights unless ``frozen``), else
+    None."""
     from torch._inductor import config as inductor_config
 
     needs = {
@@ -290,15 +338,20 @@ def _torch_lacks(*, dynamic: bool) -> str | None:
             torch._inductor, "aoti_compile_and_package"
         ),
         "torch._inductor.aoti_load_package": hasattr(torch._inductor, "aoti_load_package"),
-        "aot_inductor.package_constants_in_so": hasattr(
-            inductor_config.aot_inductor, "package_constants_in_so"
-        ),
-        "always_keep_tensor_constants": hasattr(inductor_config, "always_keep_tensor_constants"),
-        "load_constants(user_managed=...)": _has_parameter(
-            _compiled_model_class(), "load_constants", "user_managed"
-        ),
         "torch.export.AdditionalInputs": not dynamic or hasattr(torch.export, "AdditionalInputs"),
     }
+    if not frozen:
+        needs |= {
+            "aot_inductor.package_constants_in_so": hasattr(
+                inductor_config.aot_inductor, "package_constants_in_so"
+            ),
+            "always_keep_tensor_constants": hasattr(
+                inductor_config, "always_keep_tensor_constants"
+            ),
+            "load_constants(user_managed=...)": _has_parameter(
+                _compiled_model_class(), "load_constants", "user_managed"
+            ),
+        }
     missing = [name for name, present in needs.items() if not present]
     return f"it lacks {', '.join(missing)}" if missing else None
 

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import difflib
 import functools
-import inspect
 import itertools
 import logging
 import os
-import threading
 import time
 import types
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +18,7 @@ import torch
 import torch._dynamo
 from torch._dynamo.exc import InvalidBackend
 
+from autotune.runtime._calls import call_settings, set_around_calls
 from autotune.runtime.config import (
     BestConfig,
     CompileConfig,
@@ -44,14 +41,6 @@ _log = logging.getLogger("autotune")
 # (config identity, mismatch line) pairs already warned about in this process.
 _WARNED: set[tuple[str, str]] = set()
 
-# Dynamo settings that torch.compile also takes as arguments (torch >= 2.12), by config key:
-# torch then applies them itself to this region's compiles, in whichever thread compiles.
-_COMPILE_ARGUMENTS = {"cache_size_limit": "recompile_limit", "recompile_limit": "recompile_limit"}
-
-# Where torch keeps Dynamo config process-wide, calls that patch it run one at a time.
-_SERIAL_CALLS = threading.RLock()
-_SERIAL_WARNED = threading.Event()
-
 
 def apply(
     model: torch.nn.Module,
@@ -64,12 +53,19 @@ def apply(
 ) -> torch.nn.Module:
     """Compiles ``model`` the way the search's winning trial did.
 
-    The config's Dynamo settings that ``torch.compile`` takes as arguments (``recompile_limit``
-    since torch 2.12) are passed to it; the others are patched around each call of a compiled
-    region. torch >= 2.12 keeps that patch per thread, so threads calling differently tuned
-    models never see each other's settings. Older torch keeps Dynamo config process-wide:
-    there, calls of regions that carry such a patch run one at a time, process-wide (a
-    ``RuntimeWarning`` says so the first time two calls overlap).
+    The config's Inductor options are passed as ``options=``, and its Dynamo settings that
+    ``torch.compile`` takes as arguments (``recompile_limit`` since torch 2.12) as arguments.
+    What torch reads outside Inductor's own compile, where ``options=`` does not reach
+    (``freezing`` and the CUDA-graph options, read while Dynamo traces and when a cached graph
+    loads, and the other Dynamo settings), is set around each call of a compiled region: its
+    first trace and compile, every recompile, and its run. torch >= 2.12 keeps those settings
+    per thread, so threads calling differently tuned models never see each other's. Older
+    torch keeps config process-wide: there, calls of regions that set any run one at a time,
+    process-wide (a ``RuntimeWarning`` says so the first time two calls overlap).
+
+    With ``freezing`` (inference only: under ``torch.no_grad()`` or ``inference_mode()``), the
+    first call folds the model's weights into the compiled code as constants: load the weights
+    before that call, since later in-place changes to them are not seen.
 
     Args:
         model: The eager model, already on its device. With a regional scope its children are
@@ -301,86 +297,11 @@ def _choose(
 
 
 def _compile_one(module: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
-    arguments, patched = _split_dynamo(config.dynamo)
-    kwargs = {**config.compile_kwargs(), **arguments}
+    settings = call_settings(config)
+    kwargs = {**config.compile_kwargs(), **settings.arguments}
     compiled = cast(torch.nn.Module, torch.compile(module, **kwargs))
-    if patched:
-        _patch_around_calls(compiled, patched)
+    set_around_calls(compiled, settings)
     return compiled
-
-
-def _split_dynamo(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Splits Dynamo settings into ``torch.compile`` arguments and those patched per call."""
-    accepted = _compile_parameters()
-    arguments: dict[str, Any] = {}
-    patched: dict[str, Any] = {}
-    # Sorted: `recompile_limit` comes after its alias `cache_size_limit`, so it wins.
-    for key, value in sorted(settings.items()):
-        argument = _COMPILE_ARGUMENTS.get(key)
-        if argument in accepted:
-            arguments[argument] = value
-        else:
-            patched[key] = value
-    return arguments, patched
-
-
-@functools.cache
-def _compile_parameters() -> frozenset[str]:
-    return frozenset(inspect.signature(torch.compile).parameters)
-
-
-def _patch_around_calls(compiled: torch.nn.Module, settings: dict[str, Any]) -> None:
-    # Dynamo reads its config while it compiles, i.e. during the call, in the calling thread:
-    # patching the instance `forward` (which OptimizedModule sets to the dynamo-wrapped
-    # callable) covers every compile and recompile of this region, and nothing else. A value
-    # set once at apply time would not do: torch >= 2.12 keeps it in the applying thread only.
-    inner: Callable[..., Any] = compiled.forward
-    guard: Callable[[], contextlib.AbstractContextManager[Any]] = (
-        contextlib.nullcontext if _config_is_per_thread() else _one_call_at_a_time
-    )
-
-    @functools.wraps(inner)
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        with guard(), torch._dynamo.config.patch(**settings):
-            return inner(*args, **kwargs)
-
-    compiled.__dict__["forward"] = forward
-
-
-@functools.cache
-def _config_is_per_thread() -> bool:
-    """Whether torch keeps config overrides per thread (ContextVars: torch >= 2.12)."""
-    entries = getattr(torch._dynamo.config, "_config", None) or {}
-    entry = next(iter(entries.values()), None)
-    # An unknown layout counts as process-wide: serializing calls costs concurrency, not results.
-    return isinstance(getattr(entry, "user_override", None), contextvars.ContextVar)
-
-
-@contextlib.contextmanager
-def _one_call_at_a_time() -> Iterator[None]:
-    # With process-wide config, a patch in one thread is seen by every other one, and patches
-    # that exit out of order restore the wrong value for good: such calls must not overlap.
-    if not _SERIAL_CALLS.acquire(blocking=False):
-        _warn_serialized()
-        _SERIAL_CALLS.acquire()
-    try:
-        yield
-    finally:
-        _SERIAL_CALLS.release()
-
-
-def _warn_serialized() -> None:
-    if _SERIAL_WARNED.is_set():
-        return
-    _SERIAL_WARNED.set()
-    warnings.warn(
-        f"torch {torch.__version__} keeps torch._dynamo.config process-wide, so calls of "
-        "regions compiled by autotune.apply with Dynamo settings run one at a time: two "
-        "threads would otherwise compile with each other's settings. Upgrade to torch >= 2.12 "
-        "(per-thread config) to run them concurrently, or drop the config's `dynamo` settings.",
-        RuntimeWarning,
-        stacklevel=2,
-    )
 
 
 def _raise_for_torch(config: CompileConfig) -> None:

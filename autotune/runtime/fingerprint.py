@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.metadata
 import os
@@ -72,6 +73,22 @@ def model_fingerprint(model: torch.nn.Module) -> dict[str, Any]:
         "parameters": sum(p.numel() for p in model.parameters()),
         "root_class": type(model).__qualname__,
     }
+
+
+def weights_sha256(model: torch.nn.Module) -> str:
+    """SHA-256 of a model's parameter and buffer values, with their names, dtypes and shapes
+    (64 hex digits): what a package built with frozen weights must be applied to.
+
+    Reads every byte of the weights (a copy to the host first where they live on a device).
+    """
+    digest = hashlib.sha256()
+    tensors = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().to("cpu").contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}\n".encode())
+        if tensor.numel():
+            digest.update(ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.itemsize))
+    return digest.hexdigest()
 
 
 def environment_mismatches(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:

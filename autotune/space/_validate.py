@@ -66,8 +66,17 @@ _ONE_OF: dict[str, tuple[str, ...]] = {
 }
 _BACKEND_LISTS = ("inductor.max_autotune_gemm_backends", "inductor.max_autotune_conv_backends")
 _GEMM_BACKENDS = ("ATEN", "TRITON", "CPP", "CUTLASS", "CUTEDSL", "NVGEMM", "CK", "CKTILE")
+# Inductor knobs whose passes or code generators only run for GPUs; each is checked to change
+# no C++ code on a probe where it changes Triton code (tests/space_tests/test_knob_effect.py).
 _GPU_ONLY = frozenset(
-    {"coordinate_descent_tuning", "max_autotune_gemm_search_space", "use_fast_math"}
+    {
+        "coordinate_descent_tuning",
+        "max_autotune_gemm_search_space",
+        "use_fast_math",
+        "shape_padding",
+        "comprehensive_padding",
+        "combo_kernels",
+    }
 )
 _CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 _MAX_CHECKED = 4096

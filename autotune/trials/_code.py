@@ -8,10 +8,11 @@ with its kernels' source inline) to ``GraphLowering.save_output_code`` when it c
 and when it loads one from the FX graph cache; that hook is what ``torch._inductor.utils.
 run_and_get_code`` uses.
 
-The identity is that code plus what changes how the same code runs: the backend, ``dynamic``,
-``fullgraph``, the Dynamo settings, the scope, the Inductor options that wrap the compiled
-graph at run time (CUDA graphs) and the batch size. It is conservative: code that differs
-only in a comment or a kernel's name counts as different.
+The identity is that code plus what changes how the same code is built or runs: the backend,
+``dynamic``, ``fullgraph``, the Dynamo settings, the scope, the Inductor options that set the C++
+compiler's flags (the same source built with ``-funsafe-math-optimizations`` is another
+kernel), those that wrap the compiled graph at run time (CUDA graphs) and the batch size. It is
+conservative: code that differs only in a comment or a kernel's name counts as different.
 """
 
 from __future__ import annotations
@@ -25,11 +26,18 @@ from typing import Any
 
 from autotune.runtime.config import CompileConfig
 
-# Inductor options that change how the generated code is run, not the code: CUDA graphs.
+# Inductor options that change how the generated code is built or run, not the code: the C++
+# compiler's flags (read by torch._inductor.cpp_builder) and CUDA graphs.
+_BUILD_OPTIONS = frozenset(
+    {"cpp.enable_unsafe_math_opt_flag", "cpp.enable_floating_point_contract_flag", "cpp.march"}
+)
 _RUNTIME_OPTION = "cudagraph"
 # The first line of every graph's code numbers the graph in the process ("# AOT ID:
 # ['0_inference']"): a count of earlier compiles, not a property of the code.
 _AOT_ID = re.compile(r"^# AOT ID: .*$", re.MULTILINE)
+# A constant of the graph (a frozen weight) is declared with its address in this process
+# ("_frozen_param2 = None  # device(type='cpu') torch.float32 (32, 32) (32, 1) 7fcf7dc468f0").
+_ADDRESS = re.compile(r"^(\w+ = None  # device\(.*) [0-9a-f]+$", re.MULTILINE)
 
 
 @contextlib.contextmanager
@@ -55,7 +63,9 @@ def code_identity(config: CompileConfig, batch_size: int | None, codes: list[str
     code the same way; None when no code was collected (nothing to compare)."""
     if not codes:
         return None
-    runtime: dict[str, Any] = {k: v for k, v in config.options.items() if _RUNTIME_OPTION in k}
+    beyond: dict[str, Any] = {
+        k: v for k, v in config.options.items() if k in _BUILD_OPTIONS or _RUNTIME_OPTION in k
+    }
     described = config.to_dict()
     payload = {
         "backend": config.backend,
@@ -63,7 +73,7 @@ def code_identity(config: CompileConfig, batch_size: int | None, codes: list[str
         "fullgraph": config.fullgraph,
         "dynamo": described["dynamo"],
         "scope": described["scope"],
-        "runtime_options": runtime,
+        "options_beyond_code": beyond,
         "batch_size": batch_size,
         "code": [hashlib.sha256(_normalized(code).encode()).hexdigest() for code in codes],
     }
@@ -72,4 +82,4 @@ def code_identity(config: CompileConfig, batch_size: int | None, codes: list[str
 
 
 def _normalized(code: str) -> str:
-    return _AOT_ID.sub("", code, count=1)
+    return _ADDRESS.sub(r"\1", _AOT_ID.sub("", code, count=1))

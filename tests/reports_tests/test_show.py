@@ -39,6 +39,7 @@ def test_a_file_is_explained_knob_by_knob_with_what_each_does():
     # max_autotune comes with the mode: not listed; freezing is, with its meaning
     assert "inductor.max_autotune " not in text
     assert "inductor.freezing = True: Inference only: constant-folds the weights" in text
+    assert "Frozen weights: the first call under torch.no_grad() folds the model's" in text
     assert "dynamo.recompile_limit = 16" in text
     assert "1.50x eager (quartiles 1.40x to 1.60x), 1.10x default" in text
     assert "20.0 s cold (a new machine), 2.0 s warm" in text

@@ -1,5 +1,6 @@
 """AOTInductor packages: built without their weights, fed the model's tensors at load, refused
-when changed, and not attempted where one package cannot serve the config."""
+when changed, and not attempted where one package cannot serve the config; with frozen
+weights, built with them and refused for a model with others."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from autotune.runtime.aot import (
 )
 from autotune.runtime.cache import CacheRefusedError
 from autotune.runtime.config import CompileConfig, Scope
+from autotune.runtime.fingerprint import weights_sha256
 from autotune.workload import Call
 
 
@@ -200,3 +202,36 @@ def test_shapes_that_differ_across_calls_become_dynamic(tmp_path):
     packaged = load_package(entry, tmp_path / "dyn.pt2", model)
     for batch in (1, 6):  # 6: a batch size never seen
         _assert_runs_like(packaged, model, torch.randn(batch, 16))
+
+
+# --- frozen weights (slow) ---
+
+
+@pytest.mark.slow
+def test_a_frozen_config_packages_its_weights_and_serves_only_those(built, tmp_path):
+    """Freezing folds and packs the weights at build time: the package carries them, records
+    which weights they were, and serves a model only when its weights are those."""
+    model = _tiny()
+    path = tmp_path / "frozen.pt2"
+
+    entry = build_package(model, _calls(8), CompileConfig(options={"freezing": True}), path)
+
+    assert entry["weights"] == "embedded" and entry["weights_sha256"] == weights_sha256(model)
+    assert entry["bytes"] > built[0]["bytes"]  # the same code would not hold the weights
+    same = _tiny()  # the same seed: the same weights, other tensor objects
+    packaged = load_package(entry, path, same)
+    _assert_runs_like(packaged, same, torch.randn(8, 16))
+    retrained = _tiny()
+    retrained.load_state_dict(_new_weights(retrained))
+    with pytest.raises(PackageMismatchError, match="embeds the weights it was built from"):
+        load_package(entry, path, retrained)
+
+
+def test_a_weights_digest_covers_values_names_and_dtypes():
+    model = _tiny()
+    digest = weights_sha256(model)
+    assert len(digest) == 64 and digest == weights_sha256(_tiny())
+    with torch.no_grad():
+        model[0].bias[3] += 1.0
+    assert weights_sha256(model) != digest
+    assert weights_sha256(_tiny().double()) != digest

@@ -14,6 +14,7 @@ from torch._dynamo.eval_frame import OptimizedModule
 from torch._dynamo.utils import counters
 
 import autotune
+from autotune.runtime import _calls
 from autotune.runtime import apply as apply_module
 from autotune.runtime.config import (
     BestConfig,
@@ -65,7 +66,7 @@ class Net(torch.nn.Module):
 
 # Dynamo settings the recording backend reports, as each compiling thread sees them.
 _WATCHED = ("capture_scalar_outputs", "automatic_dynamic_shapes", "recompile_limit")
-_PER_THREAD = apply_module._config_is_per_thread()
+_PER_THREAD = _calls.config_is_per_thread()
 _COMPILE_PARAMETERS = frozenset(inspect.signature(torch.compile).parameters)
 
 
@@ -94,7 +95,7 @@ class Gate(torch.nn.Module):
 @pytest.fixture(autouse=True)
 def _fresh_dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(apply_module, "_WARNED", set())
-    monkeypatch.setattr(apply_module, "_SERIAL_WARNED", threading.Event())
+    monkeypatch.setattr(_calls, "_SERIAL_WARNED", threading.Event())
     torch._dynamo.reset()
     counters.clear()
     yield
@@ -412,7 +413,7 @@ def test_recompile_limit_reaches_the_compile(
         pytest.skip(f"torch.compile of torch {torch.__version__} takes no recompile_limit")
     if not as_argument:  # what torch < 2.12 offers
         parameters = _COMPILE_PARAMETERS - {"recompile_limit"}
-        monkeypatch.setattr(apply_module, "_compile_parameters", lambda: parameters)
+        monkeypatch.setattr(_calls, "_compile_parameters", lambda: parameters)
     compile_kwargs: list[dict[str, object]] = []
     real_compile = torch.compile
 
@@ -423,13 +424,14 @@ def test_recompile_limit_reaches_the_compile(
 
     monkeypatch.setattr(torch, "compile", spy)
     patched: list[dict[str, object]] = []
-    real_patch = apply_module._patch_around_calls
+    real_set = _calls.set_around_calls
 
-    def patch_spy(compiled: torch.nn.Module, settings: dict[str, object]) -> None:
-        patched.append(settings)
-        real_patch(compiled, settings)
+    def set_spy(compiled: torch.nn.Module, settings: _calls.CallSettings) -> None:
+        if settings.dynamo:
+            patched.append(settings.dynamo)
+        real_set(compiled, settings)
 
-    monkeypatch.setattr(apply_module, "_patch_around_calls", patch_spy)
+    monkeypatch.setattr(apply_module, "set_around_calls", set_spy)
     default_limit = torch._dynamo.config.recompile_limit
     config = CompileConfig(backend="eager", dynamic=False, dynamo={"recompile_limit": 2})
     compiled = autotune.apply(_net(), config)
@@ -449,24 +451,34 @@ def test_recompile_limit_reaches_the_compile(
 def test_settings_are_split_between_arguments_and_the_patch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(
-        apply_module, "_compile_parameters", lambda: frozenset({"recompile_limit"})
+    monkeypatch.setattr(_calls, "_compile_parameters", lambda: frozenset({"recompile_limit"}))
+
+    def split(
+        dynamo: dict[str, object], options: dict[str, object] | None = None
+    ) -> _calls.CallSettings:
+        return _calls.call_settings(CompileConfig(dynamo=dynamo, options=options or {}))
+
+    assert split({"cache_size_limit": 4, "capture_scalar_outputs": True}) == _calls.CallSettings(
+        {"recompile_limit": 4}, {"capture_scalar_outputs": True}
     )
-    split = apply_module._split_dynamo
-    assert split({"cache_size_limit": 4, "capture_scalar_outputs": True}) == (
-        {"recompile_limit": 4},
-        {"capture_scalar_outputs": True},
-    )
-    assert split({"cache_size_limit": 4, "recompile_limit": 6}) == ({"recompile_limit": 6}, {})
-    monkeypatch.setattr(apply_module, "_compile_parameters", lambda: frozenset({"backend"}))
-    assert split({"recompile_limit": 6}) == ({}, {"recompile_limit": 6})
+    assert split({"cache_size_limit": 4, "recompile_limit": 6}).arguments == {"recompile_limit": 6}
+    # What torch reads outside Inductor's compile is set around calls; the rest goes as options.
+    options = {"freezing": True, "max_autotune": True, "triton.cudagraphs": True}
+    assert split({}, options).inductor == {
+        "freezing": True,
+        "triton.cudagraphs": True,
+    }
+    eager = _calls.call_settings(CompileConfig(backend="eager", options={}))
+    assert eager == _calls.CallSettings()
+    monkeypatch.setattr(_calls, "_compile_parameters", lambda: frozenset({"backend"}))
+    assert split({"recompile_limit": 6}) == _calls.CallSettings({}, {"recompile_limit": 6})
 
 
 def test_process_wide_config_runs_calls_one_at_a_time_and_warns_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(apply_module, "_config_is_per_thread", lambda: False)  # torch < 2.12
-    warn = apply_module._warn_serialized
+    monkeypatch.setattr(_calls, "config_is_per_thread", lambda: False)  # torch < 2.12
+    warn = _calls._warn_serialized
     a_inside, b_waits = threading.Event(), threading.Event()
     events: list[str] = []
 
@@ -480,7 +492,7 @@ def test_process_wide_config_runs_calls_one_at_a_time_and_warns_once(
         assert b_waits.wait(timeout=60)
         events.append("a out")
 
-    monkeypatch.setattr(apply_module, "_warn_serialized", warn_then_signal)
+    monkeypatch.setattr(_calls, "_warn_serialized", warn_then_signal)
     b = autotune.apply(
         Gate(lambda: events.append("b in")),
         CompileConfig(backend="eager", dynamo={"automatic_dynamic_shapes": False}),
@@ -498,7 +510,7 @@ def test_process_wide_config_runs_calls_one_at_a_time_and_warns_once(
         warn()  # already said: silent
     assert events == ["a in", "a out", "b in"]
     assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
-    assert f"torch {torch.__version__} keeps torch._dynamo.config" in str(caught[0].message)
+    assert f"torch {torch.__version__} keeps its config process-wide" in str(caught[0].message)
 
 
 def test_per_thread_detection_matches_what_torch_does() -> None:
@@ -516,7 +528,7 @@ def test_per_thread_detection_matches_what_torch_does() -> None:
     seen_here = torch._dynamo.config.capture_scalar_outputs
     read.set()
     thread.join(timeout=60)
-    assert (seen_here == default) is apply_module._config_is_per_thread()
+    assert (seen_here == default) is _calls.config_is_per_thread()
 
 
 def test_warmup_compiles_before_apply_returns(caplog: pytest.LogCaptureFixture) -> None:

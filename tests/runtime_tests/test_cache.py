@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -108,6 +109,24 @@ def test_a_malformed_cache_entry_is_a_config_error(tmp_path):
 
     with pytest.raises(ConfigError, match=r"cache\.sha256.*\n.*cache\.path|cache\.path.*\n.*sha"):
         BestConfig.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("weights", "problem"),
+    [
+        ({"weights": "inline"}, "aot.weights: expected 'from-model' or 'embedded'"),
+        ({"weights": "embedded"}, "aot.weights_sha256: expected 64 lowercase hex digits"),
+        ({"weights": "embedded", "weights_sha256": "ab" * 16}, "aot.weights_sha256"),
+    ],
+)
+def test_a_package_says_where_its_weights_come_from(tmp_path, weights, problem):
+    data = json.loads(_shipped(tmp_path).read_text())
+    data["aot"] = {**data["cache"], "kind": "aotinductor-package", **weights}
+
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        BestConfig.from_dict(data)
+    data["aot"]["weights"], data["aot"]["weights_sha256"] = "embedded", "ab" * 32
+    assert BestConfig.from_dict(data).aot["weights"] == "embedded"
 
 
 @pytest.mark.slow

@@ -26,6 +26,9 @@ def test_knobs_that_change_no_code_share_an_identity():
     "other",
     [
         CompileConfig(options={"triton.cudagraphs": True}),  # runs the same code in a graph
+        # The same C++ source built with other compiler flags is another kernel.
+        CompileConfig(options={"cpp.enable_unsafe_math_opt_flag": True}),
+        CompileConfig(options={"cpp.enable_floating_point_contract_flag": "fast"}),
         CompileConfig(dynamic=True),
         CompileConfig(fullgraph=True),
         CompileConfig(dynamo={"recompile_limit": 16}),
@@ -40,6 +43,17 @@ def test_the_graph_count_of_the_process_is_not_part_of_the_code():
     first = code_identity(CompileConfig(), None, ["# AOT ID: ['0_inference']\n" + CODE[0]])
     later = code_identity(CompileConfig(), None, ["# AOT ID: ['3_inference']\n" + CODE[0]])
     assert first == later
+
+
+def test_where_a_frozen_weight_lives_in_the_process_is_not_part_of_the_code():
+    declared = "_frozen_param2 = None  # device(type='cpu') torch.float32 {} (32, 1) {}\n"
+
+    def identity(shape: str, address: str) -> str | None:
+        return code_identity(CompileConfig(), None, [declared.format(shape, address) + CODE[0]])
+
+    first = identity("(32, 32)", "7fcf7dc468f0")
+    assert first == identity("(32, 32)", "7fcf7ce8a080")
+    assert first != identity("(64, 32)", "7fcf7ce8a080")
 
 
 def test_other_code_or_batch_size_or_no_code_at_all():
@@ -71,6 +85,10 @@ def test_a_trial_whose_code_was_timed_is_compiled_and_checked_but_not_timed(mode
     assert same.phases["timing_s"] == 0.0
     assert same.compile_time_s > 0 and same.accuracy["max_abs_diff"] is not None
     assert same.graphs == 1
+
+    # frozen weights are constants of the code: the search sees freezing, not default compile
+    frozen = run({"freezing": True}, {timed.code_hash: 7})
+    assert frozen.code_hash != timed.code_hash and frozen.equivalent_of is None
 
     # a vector width the CPU lacks makes Inductor emit scalar loops: other code, timed
     other = run({"cpp.simdlen": 1}, {timed.code_hash: 7})
