@@ -67,22 +67,37 @@ def _logits(out: Any) -> torch.Tensor:
     return out.logits if hasattr(out, "logits") else out
 
 
+def _own_code(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` behind a ``forward`` with a code object of its own.
+
+    Dynamo keeps compiled graphs on the code object they were traced from, and a graph whose
+    weights are graph inputs (not frozen) serves any instance of the class whose compile used
+    equal options. Without this, the *options= only* variant's unfrozen graph (same options as
+    *autotune.apply*'s) would serve the other instance too, and each variant would not be
+    measured on its own compile.
+    """
+    namespace: dict[str, Any] = {}
+    exec("def forward(self, *args, **kwargs):\n    return self.inner(*args, **kwargs)", namespace)
+    wrapper = type("OwnCode", (torch.nn.Module,), {"forward": namespace["forward"]})()
+    wrapper.inner = copy.deepcopy(model)
+    return wrapper
+
+
 def _variants(model: torch.nn.Module, tmp: Path) -> dict[str, torch.nn.Module]:
     options = {**torch._inductor.list_mode_options(MODE), "freezing": True}
     config = CompileConfig(mode=MODE, options=options)
     best = BestConfig(decision="compile", reason="issue 24's table", config=config)
     best.dump(tmp / "best_config.json")
-    with torch._inductor.config.patch(freezing=True):
-        # torch.compile is lazy: the global must still be set at the first call (see _warm).
-        by_hand = torch.compile(copy.deepcopy(model), mode=MODE)
+    # torch.compile is lazy: the global must be set at the first call, when it compiles (_warm).
+    by_hand = torch.compile(_own_code(model), mode=MODE)
     return {
         "eager": model,
-        "default compile": torch.compile(copy.deepcopy(model)),
+        "default compile": torch.compile(_own_code(model)),
         "by hand": by_hand,
         "autotune.apply": autotune.apply(
-            copy.deepcopy(model), tmp / "best_config.json", check_environment=False
+            _own_code(model), tmp / "best_config.json", check_environment=False
         ),
-        "options= only": torch.compile(copy.deepcopy(model), options=options),
+        "options= only": torch.compile(_own_code(model), options=options),
     }
 
 
@@ -186,8 +201,10 @@ def report(results: list[dict[str, Any]], machine: dict[str, Any], seconds: floa
     for r in results:
         for v in VARIANTS:
             f = r["variants"][v]
+            ms = f["median_ms"]
+            latency = f"{ms:.1f} ms" if ms >= 1 else f"{ms * 1e3:.0f} µs"
             lines.append(
-                f"| {r['model']} | {v} | {f['median_ms']:.1f} ms | {f['first_call_s']:.1f} s | "
+                f"| {r['model']} | {v} | {latency} | {f['first_call_s']:.1f} s | "
                 f"{f['max_abs_diff']:.1e} |"
             )
     lines += [

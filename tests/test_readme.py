@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.space import load_space
+from autotune.space import _build, _validate, load_space
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
@@ -18,12 +18,22 @@ def _size(space: str, device: str) -> int:
     return load_space(space, device).size
 
 
+def _sizes(space: str, device: str, monkeypatch: pytest.MonkeyPatch) -> set[int]:
+    """The space's size here, and on a CPU with AVX-512 (the `cpu` space searches
+    `cpp.simdlen` only where both vector widths exist): the README's transcripts come from
+    one build machine, and the next may have the other CPU."""
+    sizes = {_size(space, device)}
+    for module in (_build, _validate):
+        monkeypatch.setattr(module, "vector_widths", lambda: [256, 512])
+    return sizes | {_size(space, device)}
+
+
 @pytest.mark.parametrize(
     ("device", "space", "printed"),
     re.findall(r"on (cpu|cuda), space '(\w+)' \(([\d,]+) configurations\)", README),
 )
-def test_every_printed_space_size_is_the_spaces_size_today(device, space, printed):
-    assert int(printed.replace(",", "")) == _size(space, device)
+def test_every_printed_space_size_is_the_spaces_size_today(device, space, printed, monkeypatch):
+    assert int(printed.replace(",", "")) in _sizes(space, device, monkeypatch)
 
 
 def test_the_readme_prints_a_space_size_at_all():

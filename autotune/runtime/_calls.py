@@ -102,39 +102,102 @@ def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
     import torch._inductor.config as inductor_config
 
     inner: Callable[..., Any] = compiled.forward
-    guard: Callable[[], contextlib.AbstractContextManager[Any]] = (
-        contextlib.nullcontext if config_is_per_thread() else _one_call_at_a_time
-    )
-    modules = [
-        (module, values)
+    held = [
+        _values(module, values)
         for module, values in (
             (torch._dynamo.config, settings.dynamo),
             (inductor_config, settings.inductor),
         )  # fmt: skip
         if values
     ]
+    backwards = held[::-1]
 
-    @functools.wraps(inner)
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        with guard():
-            prior = [_set(module, values) for module, values in modules]
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                for (module, _), values in zip(modules, prior, strict=True):
-                    _set(module, values)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        states = [values.enter() for values in held]
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            for values, state in zip(backwards, reversed(states), strict=True):
+                values.leave(state)
+
+    if config_is_per_thread():
+        forward = functools.wraps(inner)(call)
+    else:
+
+        @functools.wraps(inner)
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            with _one_call_at_a_time():
+                return call(*args, **kwargs)
 
     compiled.__dict__["forward"] = forward
 
 
-def _set(module: types.ModuleType, values: dict[str, Any]) -> dict[str, Any]:
-    """Sets ``values`` on a torch config module the way its ``patch`` does; returns the values
-    they replace. Not ``patch`` itself: it builds a class at every use, and the prior values
-    kept here in the caller's frame make this safe to re-enter and to run in many threads."""
-    prior = {key: getattr(module, key) for key in values}
-    for key, value in values.items():
-        setattr(module, key, value)
-    return prior
+class _Values:
+    """Values of one torch config module, set for the span of a call: :meth:`enter` sets them
+    and returns what :meth:`leave` needs to put back what they replaced. They run at every
+    call of a compiled region, so they cost what they must. This one sets and restores
+    attributes as ``patch`` does, the prior values kept by the caller (safe to re-enter); not
+    ``patch`` itself, which builds a class at every use."""
+
+    def __init__(self, module: types.ModuleType, values: dict[str, Any]) -> None:
+        self.module, self.values = module, values
+
+    def enter(self) -> Any:
+        prior = {key: getattr(self.module, key) for key in self.values}
+        self._assign(self.values)
+        return prior
+
+    def leave(self, state: Any) -> None:
+        self._assign(state)
+
+    def _assign(self, values: dict[str, Any]) -> None:
+        for key, value in values.items():
+            setattr(self.module, key, value)
+
+
+class _ContextValues(_Values):
+    """Where torch keeps each value in a context variable (torch >= 2.12): those are set, and
+    reset to what they held (unset included), the module's cached views marked stale as its
+    own ``__setattr__`` does (its copies and hash, which key Inductor's caches, must see
+    them): cheaper than setting attributes."""
+
+    def __init__(
+        self, module: types.ModuleType, values: dict[str, Any], hash_dirty: Any, mark: Any
+    ) -> None:
+        super().__init__(module, values)
+        entries = module._config
+        self._variables = [(entries[key].user_override, value) for key, value in values.items()]
+        self._backwards = [variable for variable, _ in reversed(self._variables)]
+        self._hash_dirty, self._mark = hash_dirty, mark
+
+    def enter(self) -> Any:
+        tokens = [variable.set(value) for variable, value in self._variables]
+        self._changed()
+        return tokens
+
+    def leave(self, state: Any) -> None:
+        for variable, token in zip(self._backwards, reversed(state), strict=True):
+            variable.reset(token)
+        self._changed()
+
+    def _changed(self) -> None:
+        self._hash_dirty.set(True)
+        for key in self.values:
+            self._mark(key)
+
+
+def _values(module: types.ModuleType, values: dict[str, Any]) -> _Values:
+    entries = getattr(module, "_config", None) or {}
+    hash_dirty = getattr(module, "_hash_dirty_var", None)
+    mark = getattr(module, "_mark_get_dict_dirty", None)
+    if (
+        config_is_per_thread()
+        and isinstance(hash_dirty, contextvars.ContextVar)
+        and callable(mark)
+        and all(key in entries and getattr(entries[key], "alias", None) is None for key in values)
+    ):
+        return _ContextValues(module, values, hash_dirty, mark)
+    return _Values(module, values)
 
 
 @functools.cache

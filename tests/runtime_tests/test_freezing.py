@@ -109,6 +109,8 @@ def test_a_frozen_model_called_in_one_thread_leaves_another_threads_compile_alon
     @torch.compiler.disable
     def _wait(x: torch.Tensor) -> torch.Tensor:
         seen.append(torch._inductor.config.freezing)  # in the call: set
+        # and in the copy of the config that keys Inductor's caches
+        seen.append(torch._inductor.config.get_config_copy()["freezing"])
         inside.set()
         assert done.wait(timeout=120)
         return x
@@ -125,4 +127,4 @@ def test_a_frozen_model_called_in_one_thread_leaves_another_threads_compile_alon
     with torch.no_grad():
         frozen(torch.randn(2, 2))
     thread.join(timeout=120)
-    assert seen == [True, False]
+    assert seen == [True, True, False]

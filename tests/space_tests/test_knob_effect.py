@@ -38,15 +38,16 @@ Probe = Callable[[str], tuple[nn.Module, tuple[torch.Tensor, ...]]]
 
 
 # Probe models: each makes one knob's decision visible in the generated code.
-class TwoLinears(nn.Module):
-    """Two Linears reading the same input: ``cpp.enable_concat_linear`` makes them one GEMM."""
+class Qkv(nn.Module):
+    """Three Linears reading the same input (attention's q, k, v): ``cpp.enable_concat_linear``
+    makes them one GEMM. (Two Linears with biases are left alone by torch 2.13's pattern.)"""
 
     def __init__(self) -> None:
         super().__init__()
-        self.a, self.b = nn.Linear(32, 32), nn.Linear(32, 32)
+        self.q, self.k, self.v = nn.Linear(32, 32), nn.Linear(32, 32), nn.Linear(32, 32)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.a(x) * self.b(x)
+        return self.q(x) * self.k(x) + self.v(x)
 
 
 class Steps(nn.Module):
@@ -157,10 +158,10 @@ CPU_EFFECTS: dict[str, Effect] = {
         "the weight becomes a constant and 2w is folded at compile time",
     ),
     "inductor.cpp.enable_concat_linear": Effect(
-        lambda d: _on(d, TwoLinears(), (8, 32)),
+        lambda d: _on(d, Qkv(), (8, 32)),
         _options(freezing=True),
         _options(freezing=True, cpp__enable_concat_linear=True),
-        "the two frozen Linears reading x become one GEMM",
+        "the three frozen Linears reading x become one GEMM",
     ),
     "inductor.cpp.simdlen": Effect(
         lambda d: _on(d, Pointwise(), (2048,)),
