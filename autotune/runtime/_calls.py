@@ -81,7 +81,35 @@ def call_settings(config: CompileConfig) -> CallSettings:
     inductor = {}
     if config.backend == "inductor":
         inductor = {k: v for k, v in config.options.items() if read_outside_compile(k)}
+        if inductor.get("freezing") and config.scope.compile != ("",):
+            _a_graph_per_region(config, accepted, arguments, dynamo)
     return CallSettings(arguments, dynamo, inductor)
+
+
+def _a_graph_per_region(
+    config: CompileConfig,
+    accepted: frozenset[str],
+    arguments: dict[str, Any],
+    dynamo: dict[str, Any],
+) -> None:
+    """Frozen weights are constants of the graph, so identical layers compiled one by one no
+    longer share a graph: each compiles its own, and Dynamo counts every one after the first
+    as a recompile of the layer class's code. Past ``recompile_limit`` (8) the other layers
+    would run eager. Each region gets recompiles of its own (``isolate_recompiles``, torch >=
+    2.13), or else a limit as many times larger as there are regions."""
+    if "isolate_recompiles" in accepted:
+        arguments["isolate_recompiles"] = True
+        return
+    key = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else None
+    key = key or "cache_size_limit"  # torch before the rename
+    limit = arguments.get("recompile_limit")
+    for name in ("recompile_limit", "cache_size_limit"):  # the config's own, by either name
+        limit = dynamo.pop(name, None) or limit
+    limit = (limit or getattr(torch._dynamo.config, key)) * len(config.scope.compile)
+    if "recompile_limit" in accepted:
+        arguments["recompile_limit"] = limit
+    else:
+        dynamo[key] = limit
 
 
 @functools.cache

@@ -468,10 +468,22 @@ def test_settings_are_split_between_arguments_and_the_patch(
         "freezing": True,
         "triton.cudagraphs": True,
     }
+    # Frozen regions compile a graph each: recompiles of their own, or a limit per region.
+    regions = Scope(compile=("layers.0", "layers.1", "heads.cls"))
+    frozen = CompileConfig(options={"freezing": True}, scope=regions)
+    assert _calls.call_settings(frozen).arguments == {"recompile_limit": 24}
+    assert _calls.call_settings(CompileConfig(options={"freezing": True})).arguments == {}
+    four = CompileConfig(options={"freezing": True}, scope=regions, dynamo={"recompile_limit": 4})
+    assert _calls.call_settings(four).arguments == {"recompile_limit": 12}
     eager = _calls.call_settings(CompileConfig(backend="eager", options={}))
     assert eager == _calls.CallSettings()
     monkeypatch.setattr(_calls, "_compile_parameters", lambda: frozenset({"backend"}))
     assert split({"recompile_limit": 6}) == _calls.CallSettings({}, {"recompile_limit": 6})
+    assert _calls.call_settings(four).dynamo == {"recompile_limit": 12}
+    monkeypatch.setattr(
+        _calls, "_compile_parameters", lambda: frozenset({"backend", "isolate_recompiles"})
+    )
+    assert _calls.call_settings(frozen).arguments == {"isolate_recompiles": True}
 
 
 def test_process_wide_config_runs_calls_one_at_a_time_and_warns_once(

@@ -19,7 +19,7 @@ from frozen import Scaled
 from torch import nn
 
 import autotune
-from autotune.runtime.config import CompileConfig
+from autotune.runtime.config import CompileConfig, Scope
 from autotune.trials._code import _normalized, output_code
 
 pytestmark = pytest.mark.slow
@@ -128,3 +128,31 @@ def test_a_frozen_model_called_in_one_thread_leaves_another_threads_compile_alon
         frozen(torch.randn(2, 2))
     thread.join(timeout=120)
     assert seen == [True, True, False]
+
+
+class Blocks(nn.Module):
+    """Ten identical blocks: more than Dynamo's recompile limit (8) for one layer class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(16, 16), nn.ReLU()) for _ in range(10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_every_frozen_region_of_a_regional_scope_is_frozen() -> None:
+    """Frozen, identical layers compile a graph each; past the recompile limit the later
+    ones would run eager, and an eager layer sees its weights change."""
+    torch.manual_seed(0)
+    model, x = Blocks().eval(), torch.randn(4, 16)
+    weights = [block[0].weight for block in model.blocks]  # the blocks are replaced below
+    scope = Scope(compile=tuple(f"blocks.{i}" for i in range(10)))
+    compiled = autotune.apply(model, CompileConfig(options={"freezing": True}, scope=scope))
+    with torch.no_grad():
+        before = compiled(x)
+        for weight in weights:
+            weight.mul_(2)  # in place: frozen layers keep their folded weights
+        torch.testing.assert_close(compiled(x), before)
