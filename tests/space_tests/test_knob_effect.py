@@ -2,322 +2,53 @@
 
 A knob is proven by its effect, never by having been passed: ``options={"freezing": True}`` was
 passed for weeks and changed nothing. For each knob the built-in spaces search, a probe model
-where the knob should matter is compiled through ``compile_module`` (what trials, finalists,
-cache export and ``autotune.apply`` all use) with two values of the knob, and the generated
-code must differ; knobs that set the C++ compiler's flags must make g++ build other kernels.
-A knob that cannot matter on this device, or on this torch, is listed with the reason, and
-that claim is checked too: the probe's code is then the same.
-
-Compiles stop once Inductor has generated a graph's code (before g++ builds it), so most
-probes cost a trace and a lowering; the tests marked slow build for real.
+where the knob should matter (``knob_probes``) is compiled through ``compile_module`` (what
+trials, finalists, cache export and ``autotune.apply`` all use) with two values of the knob,
+and the generated code must differ; knobs that set the C++ compiler's flags must make g++ build
+other kernels. A knob that cannot matter on this device, or on this torch, is listed with the
+reason, and that claim is checked too: the probe's code is then the same. The cuda space's
+knobs are checked on a GPU by ``test_knob_effect_gpu.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 import torch
-from frozen import Scaled
-from torch import nn
 
 from autotune.runtime.apply import compile_module
-from autotune.runtime.config import CompileConfig
-from autotune.space import builtin_names, load_space
-from autotune.space._validate import knob_notes, vector_widths
-from autotune.trials._code import _normalized
-
-Probe = Callable[[str], tuple[nn.Module, tuple[torch.Tensor, ...]]]
-
-
-# Probe models: each makes one knob's decision visible in the generated code.
-class Qkv(nn.Module):
-    """Three Linears reading the same input (attention's q, k, v): ``cpp.enable_concat_linear``
-    makes them one GEMM. (Two Linears with biases are left alone by torch 2.13's pattern.)"""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.q, self.k, self.v = nn.Linear(32, 32), nn.Linear(32, 32), nn.Linear(32, 32)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.q(x) * self.k(x) + self.v(x)
-
-
-class Steps(nn.Module):
-    """``n`` pointwise steps, each returned: ``n`` buffers that fuse vertically."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.n = n
-
-    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
-        outs = []
-        for _ in range(self.n):
-            x = torch.sin(x) + 1.0
-            outs.append(x)
-        return outs
-
-
-class Fanout(nn.Module):
-    """``n`` outputs reading one input: they fuse horizontally."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.n = n
-
-    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
-        return [x * (i + 2) for i in range(self.n)]
-
-
-class Strided(nn.Module):
-    """A load with stride 2: the tiling heuristics decline to vectorize it."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x[:, ::2] + 1.0
-
-
-class Pointwise(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(x) * 2
-
-
-class Independent(nn.Module):
-    """Two same-sized pointwise ops that share no input: only ``aggressive_fusion`` pairs them."""
-
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.sigmoid(x), torch.tanh(y)
-
-
-class Mlp(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-
-def _on(device: str, model: nn.Module, *shapes: tuple[int, ...]) -> Any:
-    torch.manual_seed(0)
-    return model.to(device).eval(), tuple(torch.randn(s, device=device) for s in shapes)
-
-
-@dataclass(frozen=True)
-class Effect:
-    """Compiling ``probe`` with ``a`` and with ``b`` (CompileConfig fields) must differ."""
-
-    probe: Probe
-    a: dict[str, Any]
-    b: dict[str, Any]
-    why: str
-    slow: bool = False  # builds kernels for real (max-autotune benchmarks its choices)
-
-
-@dataclass(frozen=True)
-class Inert:
-    """The knob changes nothing on this probe here, for ``reason``: compiling ``probe`` with
-    each of the knob's values gives the same code."""
-
-    probe: Probe
-    reason: str
-    base: dict[str, Any] = field(default_factory=dict)
-
-
-def _options(**options: Any) -> dict[str, Any]:
-    return {"options": {k.replace("__", "."): v for k, v in options.items()}}
-
-
-_MAX_AUTOTUNE = {"max_autotune": True, "coordinate_descent_tuning": True}
-_WIDTH = max(vector_widths() or [0])
-
-CPU_EFFECTS: dict[str, Effect] = {
-    "compile.mode": Effect(
-        lambda d: _on(d, Mlp(), (16, 64)),
-        _options(freezing=True),
-        {"mode": "max-autotune-no-cudagraphs", **_options(freezing=True, **_MAX_AUTOTUNE)},
-        "max-autotune benchmarks the C++ GEMM template against ATen for the frozen Linears",
-        slow=True,
-    ),
-    "compile.dynamic": Effect(
-        lambda d: _on(d, Pointwise(), (64, 64)),
-        {"dynamic": False},
-        {"dynamic": True},
-        "dynamic=True compiles kernels for symbolic sizes",
-    ),
-    "inductor.freezing": Effect(
-        lambda d: _on(d, Scaled(), (8, 32)),
-        {},
-        _options(freezing=True),
-        "the weight becomes a constant and 2w is folded at compile time",
-    ),
-    "inductor.cpp.enable_concat_linear": Effect(
-        lambda d: _on(d, Qkv(), (8, 32)),
-        _options(freezing=True),
-        _options(freezing=True, cpp__enable_concat_linear=True),
-        "the three frozen Linears reading x become one GEMM",
-    ),
-    "inductor.cpp.simdlen": Effect(
-        lambda d: _on(d, Pointwise(), (2048,)),
-        _options(cpp__simdlen=_WIDTH),
-        _options(cpp__simdlen=1),
-        f"the widest vector width of this CPU ({_WIDTH} bits) against scalar code",
-    ),
-    "inductor.cpp_wrapper": Effect(
-        lambda d: _on(d, Pointwise(), (2048,)),
-        {},
-        _options(cpp_wrapper=True),
-        "the kernels are called from generated C++ instead of Python",
-    ),
-    "inductor.max_fusion_size": Effect(
-        lambda d: _on(d, Steps(70), (1000,)),
-        _options(max_fusion_size=64),
-        _options(max_fusion_size=128),
-        "70 fusable nodes: one kernel at 128, two at 64",
-    ),
-    "inductor.cpp.max_horizontal_fusion_size": Effect(
-        lambda d: _on(d, Fanout(24), (64,)),
-        _options(cpp__max_horizontal_fusion_size=16),
-        _options(cpp__max_horizontal_fusion_size=32),
-        "24 outputs of one input: one kernel at 32, two at 16",
-    ),
-    "inductor.cpp.enable_tiling_heuristics": Effect(
-        lambda d: _on(d, Strided(), (64, 128)),
-        _options(cpp__enable_tiling_heuristics=True),
-        _options(cpp__enable_tiling_heuristics=False),
-        "the heuristics keep a strided load scalar; without them it is vectorized",
-    ),
-    "inductor.cpp.min_chunk_size": Effect(
-        # cpp.threads pins the thread count: with one thread nothing is parallel anyway.
-        lambda d: _on(d, Pointwise(), (2048,)),
-        _options(cpp__threads=4, cpp__min_chunk_size=512),
-        _options(cpp__threads=4, cpp__min_chunk_size=4096),
-        "2048 elements run in parallel at 512 per thread and serially at 4096",
-    ),
-}
-
-# Knobs that generate no other code on CPU for a reason other than the device (the device's own
-# reasons come from knob_notes, what `autotune spaces` prints).
-CPU_INERT: dict[str, Inert] = {
-    "inductor.aggressive_fusion": Inert(
-        lambda d: _on(d, Independent(), (64, 64), (64, 64)),
-        "it offers nodes that share no data as fusion candidates, and torch 2.13's horizontal "
-        "fusion refuses pairs below score_fusion_memory_threshold whatever it says (checked: "
-        "same code on this probe); it may matter on other torch releases",
-    ),
-}
-
-# Knobs that set the C++ compiler's flags: the same source, other kernels.
-CPU_BUILD_FLAGS = {
-    "inductor.cpp.enable_unsafe_math_opt_flag": True,
-    "inductor.cpp.enable_floating_point_contract_flag": "fast",
-}
-
-
-# The built-in spaces by the device they are written for.
-SPACES = {"cpu": ("cpu", "quick"), "cuda": ("cuda", "quick")}
-
-
-def _searched_knobs(device: str, spaces: tuple[str, ...] | None = None) -> dict[str, list[Any]]:
-    """Every knob with more than one value in the built-in spaces for ``device`` (numerics
-    included), by param, with the values the spaces give it."""
-    knobs: dict[str, list[Any]] = {}
-    for name in spaces or SPACES[device]:
-        space = load_space(name, device, allow_numerics_changes=True)
-        for knob in space.knobs:
-            if knob.count > 1:
-                values = knobs.setdefault(knob.param, [])
-                values += [v for v in knob.values() if v not in values]
-    return knobs
-
-
-def _device_notes(device: str) -> dict[str, str]:
-    """The Inductor knobs of every built-in space that `autotune spaces` says do nothing on
-    ``device``, with that note (compile.mode's note is about some of its values only)."""
-    notes = {}
-    for name in builtin_names():
-        for knob in load_space(name, device, allow_numerics_changes=True).knobs:
-            said = [n for n in knob_notes(knob, device) if "does nothing on" in n]
-            if said and knob.layer == "inductor":
-                notes[knob.param] = said[0]
-    return notes
-
-
-class _Generated(Exception):
-    """Stops a compile once Inductor has generated the graph's code."""
-
-
-@contextlib.contextmanager
-def _stop_at_code(codes: list[str]) -> Iterator[None]:
-    from torch._inductor.graph import GraphLowering
-
-    def save(code: str) -> None:
-        codes.append(code)
-        raise _Generated
-
-    with mock.patch.object(GraphLowering, "save_output_code", save):
-        yield
-
-
-def _generated(e: BaseException | None) -> bool:
-    while e is not None:
-        if isinstance(e, _Generated):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
-
-
-def generated_code(probe: Probe, config: CompileConfig, device: str = "cpu") -> list[str]:
-    """The code Inductor generates for the probe's first call, compiled by ``compile_module``;
-    without building it unless a choice is benchmarked on the way (max-autotune)."""
-    torch._dynamo.reset()
-    model, args = probe(device)
-    codes: list[str] = []
-    with _stop_at_code(codes), torch.no_grad():
-        compiled = compile_module(copy.deepcopy(model), config)
-        try:
-            compiled(*args)
-        except Exception as e:
-            if not _generated(e):
-                raise
-    assert codes, f"Inductor generated no code for {type(model).__name__} with {config.brief()}"
-    return [_normalized(code) for code in codes]
-
-
-def _config(fields: dict[str, Any]) -> CompileConfig:
-    return CompileConfig(**{"dynamic": False, **fields})
-
-
-def _with(base: dict[str, Any], param: str, value: Any) -> CompileConfig:
-    layer, name = param.split(".", 1)
-    fields = copy.deepcopy(base)
-    if layer == "compile":
-        fields[name] = value
-        if name == "mode":
-            preset = dict(torch._inductor.list_mode_options(value))
-            fields["options"] = {**preset, **fields.get("options", {})}
-    else:
-        fields.setdefault(layer if layer == "dynamo" else "options", {})[name] = value
-    return _config(fields)
+from autotune.space import builtin_names
+from space_tests.knob_probes import (
+    CPU_BUILD_FLAGS,
+    CPU_EFFECTS,
+    CPU_INERT,
+    GPU_BEYOND_CODE,
+    GPU_EFFECTS,
+    SPACES,
+    Pointwise,
+    Probe,
+    config,
+    device_notes,
+    generated_code,
+    on,
+    searched_knobs,
+    with_value,
+)
 
 
 def test_every_searched_knob_is_proven_or_explained() -> None:
     assert set(builtin_names()) <= {name for names in SPACES.values() for name in names}
-    explained = (
-        set(CPU_EFFECTS) | set(CPU_INERT) | set(CPU_BUILD_FLAGS) | set(_device_notes("cpu"))
-    )
-    missing = sorted(set(_searched_knobs("cpu")) - explained)
+    explained = set(CPU_EFFECTS) | set(CPU_INERT) | set(CPU_BUILD_FLAGS) | set(device_notes("cpu"))
+    missing = sorted(set(searched_knobs("cpu")) - explained)
     assert not missing, f"knobs of the CPU spaces with no effect check: {missing}"
     explained = (
-        set(GPU_EFFECTS) | set(GPU_BEYOND_CODE) | set(CPU_INERT) | set(_device_notes("cuda"))
+        set(GPU_EFFECTS) | set(GPU_BEYOND_CODE) | set(CPU_INERT) | set(device_notes("cuda"))
     )
-    missing = sorted(set(_searched_knobs("cuda")) - explained)
+    missing = sorted(set(searched_knobs("cuda")) - explained)
     assert not missing, f"knobs of the CUDA spaces with no check on a GPU: {missing}"
 
 
@@ -330,16 +61,16 @@ _PARAMS = [
 @pytest.mark.parametrize("param", _PARAMS)
 def test_the_knob_changes_the_generated_code(param: str) -> None:
     effect = CPU_EFFECTS[param]
-    a = generated_code(effect.probe, _config(effect.a))
-    b = generated_code(effect.probe, _config(effect.b))
+    a = generated_code(effect.probe, config(effect.a))
+    b = generated_code(effect.probe, config(effect.b))
     assert a != b, f"{param} generated the same code on its probe; expected: {effect.why}"
 
 
 @pytest.mark.parametrize("param", sorted(CPU_INERT))
 def test_a_knob_listed_inert_generates_the_same_code(param: str) -> None:
     inert = CPU_INERT[param]
-    values = _searched_knobs("cpu")[param]
-    codes = [generated_code(inert.probe, _with(inert.base, param, v)) for v in values]
+    values = searched_knobs("cpu")[param]
+    codes = [generated_code(inert.probe, with_value(inert.base, param, v)) for v in values]
     assert all(code == codes[0] for code in codes), (
         f"{param} changes the code on its probe: it is not inert on torch {torch.__version__} "
         "(move it to CPU_EFFECTS)"
@@ -349,14 +80,14 @@ def test_a_knob_listed_inert_generates_the_same_code(param: str) -> None:
 def test_knobs_said_to_do_nothing_on_cpu_generate_the_same_code() -> None:
     """What `autotune spaces` notes as Triton/GPU-only changes no C++ code, on the probe where
     it changes Triton code (or a plain pointwise one)."""
-    pointwise: Probe = lambda d: _on(d, Pointwise(), (64, 64))  # noqa: E731
-    knobs = _searched_knobs("cpu", tuple(builtin_names()))
-    for param in _device_notes("cpu"):
+    pointwise: Probe = lambda d: on(d, Pointwise(), (64, 64))  # noqa: E731
+    knobs = searched_knobs("cpu", tuple(builtin_names()))
+    for param in device_notes("cpu"):
         effect = GPU_EFFECTS.get(param)
         if effect is not None:
-            configs = [_config(effect.a), _config(effect.b)]
+            configs = [config(effect.a), config(effect.b)]
         else:
-            configs = [_with({}, param, value) for value in knobs[param]]
+            configs = [with_value({}, param, value) for value in knobs[param]]
         probe = effect.probe if effect is not None else pointwise
         codes = [_kernels(generated_code(probe, config)) for config in configs]
         assert codes[0] == codes[1], f"{param} changed the C++ code, but it is noted inert"
@@ -379,12 +110,12 @@ def test_compiler_flag_knobs_build_other_kernels(
     """Same source, other flags: the kernel cache (keyed by source and command) builds anew,
     while compiling the same config again builds nothing."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
-    model, (x,) = _on("cpu", Pointwise(), (2048,))
+    model, (x,) = on("cpu", Pointwise(), (2048,))
 
     def build(options: dict[str, Any]) -> set[str]:
         torch._dynamo.reset()
         with torch.no_grad():
-            compile_module(copy.deepcopy(model), _config({"options": options}))(x)
+            compile_module(copy.deepcopy(model), config({"options": options}))(x)
         return _built(tmp_path)
 
     plain = build({})
@@ -394,248 +125,3 @@ def test_compiler_flag_knobs_build_other_kernels(
         before = _built(tmp_path)
         after = build({param.removeprefix("inductor."): value})
         assert after - before, f"{param}={value!r} built no other kernel"
-
-
-# The cuda and quick spaces' knobs on a GPU (marked gpu: skipped without CUDA). Knobs whose
-# choice rests on benchmarks (which GEMM wins) are probed with values that cannot end alike.
-class Mm(nn.Module):
-    def __init__(self, n: int = 256) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(n, n))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ self.weight)
-
-
-class TwoMm(nn.Module):
-    """An intermediate of 2047 columns: comprehensive padding pads its stride."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.w1 = nn.Parameter(torch.randn(256, 2047))
-        self.w2 = nn.Parameter(torch.randn(2047, 64))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ self.w1) @ self.w2
-
-
-class Conv(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Sequential(nn.Conv2d(16, 32, 3), nn.ReLU(), nn.Conv2d(32, 32, 3))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x)
-
-
-class RowSum(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.sum(-1)
-
-
-class Permute3d(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.permute(2, 0, 1) + 1.0
-
-
-class Exp(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.exp(x) + 1.0
-
-
-def _half(device: str, model: nn.Module, *shapes: tuple[int, ...]) -> Any:
-    model, args = _on(device, model, *shapes)
-    return model.half(), tuple(a.half() for a in args)
-
-
-_TRITON_GEMM = {"max_autotune": True, "max_autotune_gemm_backends": "TRITON"}
-
-GPU_EFFECTS: dict[str, Effect] = {
-    "compile.mode": Effect(
-        lambda d: _on(d, Pointwise(), (1024, 1024)),
-        {},
-        {"mode": "max-autotune-no-cudagraphs", **_options(**_MAX_AUTOTUNE)},
-        "max-autotune's kernels carry coordinate-descent tuning",
-    ),
-    "compile.dynamic": CPU_EFFECTS["compile.dynamic"],
-    "inductor.freezing": CPU_EFFECTS["inductor.freezing"],
-    "inductor.coordinate_descent_tuning": Effect(
-        lambda d: _on(d, Pointwise(), (1024, 1024)),
-        _options(max_autotune=True),
-        _options(max_autotune=True, coordinate_descent_tuning=True),
-        "each Triton kernel carries coordinate_descent_tuning in its inductor_meta",
-    ),
-    "inductor.max_autotune_gemm_backends": Effect(
-        lambda d: _on(d, Mm(), (256, 256)),
-        _options(max_autotune=True, max_autotune_gemm_backends="ATEN"),
-        _options(**_TRITON_GEMM),
-        "ATen's mm against a Triton GEMM template",
-    ),
-    "inductor.epilogue_fusion": Effect(
-        lambda d: _on(d, Mm(), (256, 256)),
-        _options(**_TRITON_GEMM, epilogue_fusion=False),
-        _options(**_TRITON_GEMM, epilogue_fusion=True),
-        "the relu runs inside the Triton GEMM template, not after it",
-    ),
-    "inductor.shape_padding": Effect(
-        lambda d: _half(d, Mm(1023), (1023, 1023)),
-        _options(shape_padding=False, force_shape_pad=True),
-        _options(shape_padding=True, force_shape_pad=True),
-        "the 1023-wide GEMM is padded to an aligned shape",
-    ),
-    "inductor.comprehensive_padding": Effect(
-        lambda d: _on(d, TwoMm(), (64, 256)),
-        _options(comprehensive_padding=False),
-        _options(comprehensive_padding=True),
-        "the 2047-column intermediate gets a padded stride",
-    ),
-    "inductor.layout_optimization": Effect(
-        lambda d: _half(d, Conv(), (8, 16, 32, 32)),
-        _options(layout_optimization=False, force_layout_optimization=True),
-        _options(layout_optimization=True, force_layout_optimization=True),
-        "the convolutions run channels-last",
-    ),
-    "inductor.triton.persistent_reductions": Effect(
-        lambda d: _on(d, RowSum(), (4096, 512)),
-        _options(triton__persistent_reductions=False),
-        _options(triton__persistent_reductions=True),
-        "a 512-element row is reduced without a loop",
-    ),
-    "inductor.triton.cooperative_reductions": Effect(
-        lambda d: _on(d, RowSum(), (1, 1 << 20)),
-        _options(triton__cooperative_reductions=False),
-        _options(triton__cooperative_reductions=True),
-        "one row of 2^20 elements is reduced by cooperating blocks",
-    ),
-    "inductor.triton.max_tiles": Effect(
-        lambda d: _on(d, Permute3d(), (32, 64, 128)),
-        _options(triton__prefer_nd_tiling=True, triton__max_tiles=2),
-        _options(triton__prefer_nd_tiling=True, triton__max_tiles=3),
-        "a 3-D permutation is tiled in three dimensions",
-    ),
-    "inductor.triton.prefer_nd_tiling": Effect(
-        lambda d: _on(d, Permute3d(), (32, 64, 128)),
-        _options(triton__max_tiles=3, triton__prefer_nd_tiling=False),
-        _options(triton__max_tiles=3, triton__prefer_nd_tiling=True),
-        "the permutation is tiled in every dimension",
-    ),
-    "inductor.combo_kernels": Effect(
-        lambda d: _on(d, Independent(), (1024, 1024), (1024, 1024)),
-        _options(combo_kernels=False),
-        _options(combo_kernels=True),
-        "the two independent ops run as one combo kernel",
-    ),
-    "inductor.use_fast_math": Effect(
-        lambda d: _on(d, Exp(), (1024, 1024)),
-        _options(use_fast_math=False),
-        _options(use_fast_math=True),
-        "exp is tl_math.exp (flush to zero) instead of libdevice.exp",
-    ),
-    "inductor.triton.codegen_upcast_to_fp32": Effect(
-        lambda d: _half(d, Pointwise(), (1024, 1024)),
-        _options(triton__codegen_upcast_to_fp32=True),
-        _options(triton__codegen_upcast_to_fp32=False),
-        "half-precision math stays in half precision",
-    ),
-}
-
-# Knobs whose effect is not in the code: CUDA graphs (how the code runs, checked by
-# test_cuda_graphs_replay), and the GEMM search space (which choices are benchmarked).
-GPU_BEYOND_CODE = ("inductor.triton.cudagraphs", "inductor.max_autotune_gemm_search_space")
-
-
-@pytest.mark.parametrize("param", sorted(GPU_EFFECTS))
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_the_knob_changes_the_generated_code_on_a_gpu(param: str) -> None:
-    effect = GPU_EFFECTS[param]
-    a = generated_code(effect.probe, _config(effect.a), "cuda")
-    b = generated_code(effect.probe, _config(effect.b), "cuda")
-    assert a != b, f"{param} generated the same code on its probe; expected: {effect.why}"
-
-
-@pytest.mark.parametrize("param", sorted(set(CPU_INERT) & set(_searched_knobs("cuda"))))
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_a_knob_listed_inert_generates_the_same_code_on_a_gpu(param: str) -> None:
-    inert = CPU_INERT[param]
-    values = _searched_knobs("cuda")[param]
-    codes = [generated_code(inert.probe, _with(inert.base, param, v), "cuda") for v in values]
-    assert all(code == codes[0] for code in codes), f"{param} changes the Triton code"
-
-
-def _graph_launches(compiled: nn.Module, *args: Any) -> int:
-    with torch.no_grad():
-        for _ in range(3):  # CUDA-graph trees warm up, record, then replay
-            compiled(*args)
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-            compiled(*args)
-            torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if "cudaGraphLaunch" in e.name)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize(
-    "config",
-    [
-        CompileConfig(options={"triton.cudagraphs": True}),
-        CompileConfig(mode="reduce-overhead", options={"triton.cudagraphs": True}),
-    ],
-    ids=["triton.cudagraphs", "reduce-overhead"],
-)
-def test_cuda_graphs_replay(config: CompileConfig) -> None:
-    """CUDA graphs change how the code runs: the call replays a graph, without them none."""
-    model, (x,) = _on("cuda", Pointwise(), (1024, 1024))
-    torch._dynamo.reset()
-    assert _graph_launches(compile_module(copy.deepcopy(model), config), x) >= 1
-    torch._dynamo.reset()
-    assert _graph_launches(compile_module(copy.deepcopy(model), CompileConfig()), x) == 0
-
-
-class FloatScaled(nn.Module):
-    def forward(self, x: torch.Tensor, scale: float) -> torch.Tensor:
-        return torch.sigmoid(x) * scale
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_graphs_replay_a_model_called_with_a_python_float() -> None:
-    """Dynamo reads triton.cudagraphs while it traces: only when it sees it does it keep a
-    float argument a constant, instead of a CPU scalar tensor that makes Inductor skip CUDA
-    graphs. Passed only as an option, the graph would run without them."""
-    model, (x,) = _on("cuda", FloatScaled(), (1024, 1024))
-    config = CompileConfig(mode="reduce-overhead", options={"triton.cudagraphs": True})
-    torch._dynamo.reset()
-    assert _graph_launches(compile_module(copy.deepcopy(model), config), x, 0.5) >= 1
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_graphs_survive_a_warm_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """AOTAutograd decides on CUDA graphs when it loads a cached graph, outside Inductor's
-    options: a second process-fresh compile from a warm cache must still replay a graph."""
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
-    model, (x,) = _on("cuda", Pointwise(), (1024, 1024))
-    config = CompileConfig(mode="reduce-overhead", options={"triton.cudagraphs": True})
-    for _ in range(2):  # cold, then from the caches the first compile filled
-        torch._dynamo.reset()
-        assert _graph_launches(compile_module(copy.deepcopy(model), config), x) >= 1
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_the_gemm_search_space_benchmarks_more_choices(capfd: pytest.CaptureFixture[str]) -> None:
-    from torch._inductor.utils import fresh_cache
-
-    model, (x,) = _on("cuda", Mm(512), (512, 512))
-    counts = []
-    for space in ("DEFAULT", "EXHAUSTIVE"):
-        torch._dynamo.reset()
-        options = {**_TRITON_GEMM, "max_autotune_gemm_search_space": space}
-        with fresh_cache(), torch.no_grad():
-            compile_module(copy.deepcopy(model), _config({"options": options}))(x)
-        err = capfd.readouterr().err
-        counts.append(sum(int(n) for n in re.findall(r"precompiling for (\d+) choices", err)))
-    assert 0 < counts[0] < counts[1], counts
