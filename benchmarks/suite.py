@@ -43,6 +43,7 @@ MODELS = {
     "bert": ROOT / "studies" / "bert_tiny.py",
     "gpt2": HERE / "models" / "gpt2.py",
     "convnet": HERE / "models" / "convnet.py",
+    "resnet18": HERE / "models" / "resnet18.py",
 }
 STUDY = "suite"
 

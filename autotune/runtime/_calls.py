@@ -2,16 +2,17 @@
 region so that they take effect.
 
 ``torch.compile(options=...)`` patches Inductor's config only while Inductor compiles a graph.
-Torch reads some Inductor options elsewhere, from the global config (measured on torch 2.13
-with ``benchmarks/knob_reads.py``):
+Torch reads some Inductor options elsewhere, from the global config (torch 2.13, audited by
+``benchmarks/knob_reads.py``: reads seen while compiling on CPU, and reads in the sources):
 
 - ``freezing``, while Dynamo traces: ``is_parameter_freezing()`` decides whether the weights
   become constants of the graph or stay its inputs. Passed only as an option, freezing folds
   nothing, prepacks nothing, and max-autotune's C++ GEMM template (constant weights only)
   never engages: the compile is default compile under another name.
-- ``triton.cudagraphs``, while Dynamo traces (floats are specialized for CUDA graphs) and
-  when AOTAutograd loads a graph from its cache (whether the loaded graph runs as a CUDA
-  graph); the other CUDA-graph options, at run time, in the CUDA-graph trees.
+- ``triton.cudagraphs``, while Dynamo traces (a Python float argument stays a constant only
+  when it is set; otherwise it becomes a CPU scalar tensor and Inductor skips CUDA graphs for
+  the graph), and in AOTAutograd's cache-hit path where no compiler config is handed to it;
+  the other CUDA-graph options at run time, in the CUDA-graph trees.
 - ``fallback_random``, in a functorch pass.
 
 Those options (:func:`read_outside_compile`) and the Dynamo settings that ``torch.compile``
