@@ -89,7 +89,7 @@ def test_knobs_said_to_do_nothing_on_cpu_generate_the_same_code() -> None:
         else:
             configs = [with_value({}, param, value) for value in knobs[param]]
         probe = effect.probe if effect is not None else pointwise
-        codes = [_kernels(generated_code(probe, config)) for config in configs]
+        codes = [_kernels(generated_code(probe, c)) for c in configs]
         assert codes[0] == codes[1], f"{param} changed the C++ code, but it is noted inert"
 
 
