@@ -21,6 +21,7 @@ from autotune.runtime.config import (
     EnvironmentMismatchWarning,
     Scope,
     ScopeError,
+    UnsafeKnobError,
     load,
 )
 
@@ -37,6 +38,7 @@ __all__ = [
     "EnvironmentMismatchWarning",
     "Scope",
     "ScopeError",
+    "UnsafeKnobError",
     "__version__",
     "apply",
     "load",

@@ -14,4 +14,7 @@ def parse_size(text: str) -> int:
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in UNITS:
         raise ValueError(f"must be a size such as 8GiB, 500MB or 1048576 (bytes), got {text!r}")
-    return int(float(match.group(1)) * UNITS[unit])
+    size = float(match.group(1)) * UNITS[unit]
+    if size == float("inf"):  # more digits than a float holds
+        raise ValueError(f"must be a size below 1.8e308 bytes, got {text!r}")
+    return int(size)

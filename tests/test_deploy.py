@@ -66,3 +66,14 @@ def test_every_launcher_runs_the_commands_autotune_has():
         known = {s for a in commands[command]._actions for s in a.option_strings}
         for option in re.findall(r"--[a-z][a-z-]+", rest):
             assert option in known, f"{command} has no option {option}"
+
+
+def test_every_worker_and_finalize_names_its_model_file():
+    """A process that joins a study runs only the model file its own command line names (the
+    database never names code to run), so every launcher passes --model."""
+    texts = [p.read_text() for p in (ROOT / "deploy").rglob("*") if p.is_file()]
+    joins = re.findall(r"\b(?:worker|finalize)\b[^\n]*--study[^#]*?(?=\n\s*\n|\n\S|$)",
+                       "\n".join(texts))  # fmt: skip
+    assert len(joins) >= 5
+    for command in joins:
+        assert "--model" in command, command

@@ -16,6 +16,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from autotune._secrets import mask_text
 from autotune.cli import _study_file
 from autotune.cli import cache as cache
 from autotune.cli import export as export
@@ -28,7 +29,7 @@ from autotune.cli import spaces as spaces
 from autotune.cli import studies as studies
 from autotune.cli import verify as verify
 from autotune.cli import worker as worker
-from autotune.cli._options import Parser
+from autotune.cli._options import STORAGE_ENV, Parser
 from autotune.errors import UsageError
 
 EXIT_USAGE = 2
@@ -70,9 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(command.run(args))
     except UsageError as exc:
+        # Masked as a last line of defence: no message may carry a storage's password.
+        urls = _urls(args)
         if args.debug:
-            traceback.print_exc()
-        print(f"autotune: error: {exc}", file=sys.stderr)
+            print(mask_text(traceback.format_exc(), urls), end="", file=sys.stderr)
+        print(f"autotune: error: {mask_text(exc, urls)}", file=sys.stderr)
         return EXIT_USAGE
     except Terminated:
         print(f"autotune: terminated; {command.INTERRUPTED}", file=sys.stderr)
@@ -124,6 +127,12 @@ def parse(parser: Parser, commands: dict[str, Parser], argv: list[str]) -> argpa
         args.given = commands[command].given(argv[argv.index(command) + 1 :])
     args.argv = argv
     return args
+
+
+def _urls(args: argparse.Namespace) -> list[str]:
+    """The storage URLs a command was given, whose secrets no message may show."""
+    named = [getattr(args, "storage", None), getattr(args, "warm_start_storage", None)]
+    return [u for u in [*named, os.environ.get(STORAGE_ENV)] if isinstance(u, str)]
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -1,59 +1,44 @@
 """argparse types shared by the subcommands: one message per rule, wherever it is used.
 
 Every numeric option is checked here, at parse time, so a bad value is refused with the
-subcommand's usage before anything runs.
+subcommand's usage before anything runs. The rules themselves live in :mod:`autotune._rules`,
+which a study's stored settings are checked with too.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+from collections.abc import Callable
+from typing import TypeVar
 
+from autotune import _rules as rules
 from autotune._sizes import parse_size
 
-SEED_LIMIT = 2**32  # numpy's (and so Optuna's samplers') seeds are 32-bit
+T = TypeVar("T")
 
 
 def positive_int(text: str) -> int:
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _checked(rules.positive_int, _int(text))
 
 
 def non_negative_int(text: str) -> int:
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _checked(rules.non_negative_int, _int(text))
 
 
 def seed(text: str) -> int:
-    value = _int(text)
-    if not 0 <= value < SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be in 0 to {SEED_LIMIT - 1}, got {value}")
-    return value
+    return _checked(rules.seed, _int(text))
 
 
 def positive_float(text: str) -> float:
-    value = _float(text)
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
+    return _checked(lambda v: rules.positive_float(v, text), _float(text))
 
 
 def non_negative_float(text: str) -> float:
-    value = _float(text)
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
+    return _checked(lambda v: rules.non_negative_float(v, text), _float(text))
 
 
 def fraction(text: str) -> float:
-    value = _float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1), got {text}")
-    return value
+    return _checked(lambda v: rules.fraction(v, text), _float(text))
 
 
 def size(text: str) -> int:
@@ -65,12 +50,11 @@ def size(text: str) -> int:
 
 def positive_ints(text: str) -> tuple[int, ...]:
     """``"1,8,32"`` -> (1, 8, 32): distinct positive integers, in the order given."""
-    values = tuple(positive_int(part.strip()) for part in text.split(",") if part.strip())
-    if not values or len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(
-            f"must be distinct positive integers separated by commas, e.g. 1,8,32; got {text!r}"
-        )
-    return values
+    values = [_int(part.strip()) for part in text.split(",") if part.strip()]
+    try:
+        return rules.distinct_positive_ints(values, text)
+    except rules.RuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def gpu_list(text: str) -> tuple[int, ...]:
@@ -84,9 +68,15 @@ def gpu_list(text: str) -> tuple[int, ...]:
 
 
 def device(text: str) -> str:
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
-        raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
-    return text
+    return _checked(rules.device, text)
+
+
+def _checked(rule: Callable[[T], object], value: T) -> T:
+    try:
+        rule(value)
+    except rules.RuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def _int(text: str) -> int:

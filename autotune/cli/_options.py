@@ -175,6 +175,37 @@ def add_joining(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def add_model(p: argparse.ArgumentParser, runs: str) -> None:
+    """The model file a process that joins a study runs: the operator names it, the database
+    never does (``$AUTOTUNE_MODEL`` for a deployment that sets it once)."""
+    p.add_argument(
+        "--model", metavar="PATH", default=os.environ.get("AUTOTUNE_MODEL") or None,
+        help=f"the model file {runs} (default: $AUTOTUNE_MODEL): the study's database row "
+        "says where it was, but autotune never runs a file a database names; its content "
+        "must be the study's (the SHA-256 stored with it)",
+    )  # fmt: skip
+
+
+def add_allow_unsafe(p: argparse.ArgumentParser, what: str) -> None:
+    """Knobs refused from data that the operator vouches for, by name."""
+    p.add_argument(
+        "--allow-unsafe-knob", dest="allow_unsafe_knobs", action="append", default=[],
+        type=_knob_param, metavar="KNOB",
+        help=f"let {what} set this knob although autotune never takes it from data: it names "
+        "a program, a compiler or its flags, a file or a folder, or turns on debug output "
+        "(e.g. inductor.cpp.cxx); repeat for several. Only for configs you wrote or checked",
+    )  # fmt: skip
+
+
+def _knob_param(text: str) -> str:
+    layer, _, name = text.partition(".")
+    if layer not in ("inductor", "dynamo") or not name:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a knob: write inductor.NAME or dynamo.NAME (inductor.cpp.cxx)"
+        )
+    return text
+
+
 def add_out(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", default="best_config.json", metavar="PATH", help="best-config file to write"

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from autotune._toml import loads, undecodable
 from autotune.errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -25,6 +26,7 @@ else:  # pragma: no cover - Python 3.10
 MODEL_KEY = "model"
 # Options that say how this process runs or prints, not what the study is.
 _NOT_IN_FILES = {"help", "debug", "quiet", "model", "no_worker", "remeasure"}
+_NOT_A_STUDY = "; a study file names a model file (*.py), not another study file"
 
 
 def expand(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
@@ -48,7 +50,7 @@ def expand(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
 def study_options(path: Path, parser: argparse.ArgumentParser) -> list[str]:
     """The command-line form of study file ``path``: the model file's path first."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_bytes())
     except FileNotFoundError:
         raise UsageError(
             f"The study file {path} does not exist; pass a model file (*.py) or a study file "
@@ -56,15 +58,20 @@ def study_options(path: Path, parser: argparse.ArgumentParser) -> list[str]:
         ) from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"The study file {path} is not valid TOML: {exc}.") from exc
+    except (ValueError, RecursionError) as exc:  # not UTF-8, too long, too deep
+        raise UsageError(
+            f"The study file {path} cannot be read as TOML ({undecodable(exc)}); fix it: a "
+            "study file is `model = ...` and options of `autotune search`, one per line."
+        ) from exc
     actions = {
         a.dest: a for a in parser._actions if a.option_strings and a.dest not in _NOT_IN_FILES
     }
     problems, options = [], []
     model = data.pop(MODEL_KEY, None)
-    if not isinstance(model, str):
+    if not isinstance(model, str) or model.endswith(".toml"):
         problems.append(
             f"`{MODEL_KEY}` must be the model file's path (relative to the study file), got "
-            f"{model!r}"
+            f"{model!r}{_NOT_A_STUDY if isinstance(model, str) else ''}"
         )
     for key, value in data.items():
         action = actions.get(key.replace("-", "_"))
@@ -92,17 +99,19 @@ def study_options(path: Path, parser: argparse.ArgumentParser) -> list[str]:
 def _option(action: argparse.Action, key: str, value: Any) -> tuple[str, list[str]]:
     """The command-line words for one key, or a problem saying why there are none."""
     flag = action.option_strings[-1]
-    if isinstance(action, argparse._StoreTrueAction):
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
         if not isinstance(value, bool):
             return f"`{key}` must be true or false, got {value!r}", []
-        return "", [flag] if value else []
+        # `prune = false` is --no-prune: the switch is given when the value is its const.
+        return "", [flag] if value == action.const else []
     if isinstance(value, list):
         if not value or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             return f"`{key}` must be a number or a list of whole numbers, got {value!r}", []
-        return "", [flag, ",".join(str(v) for v in value)]
+        return "", [f"{flag}={','.join(str(v) for v in value)}"]
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return f"`{key}` must be a string or a number, got {value!r}", []
-    return "", [flag, str(value)]
+    # One word: a value that starts with "-" (a study named "-x") is not read as an option.
+    return "", [f"{flag}={value}"]
 
 
 def _positional_index(argv: list[str], value: str, parser: argparse.ArgumentParser) -> int:

@@ -29,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     p.add_argument("file", help="the best-config file (autotune search --out)")
     p.add_argument(
         "--model", metavar="PATH",
-        help="the model file (default: the path the file records, model.source)",
+        help="the model file to compile (required: the best-config file records where the "
+        "model was, model.source, but autotune never runs a file that a config file names)",
     )  # fmt: skip
     p.add_argument(
         "--no-aot", action="store_true",
@@ -39,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "--no-cache", action="store_true",
         help="do not export the Inductor cache (the AOTInductor package only)",
     )  # fmt: skip
+    options.add_allow_unsafe(p, "the file's config")
     options.add_debug(p)
     return p
 
@@ -53,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--no-cache with --no-aot leaves nothing to export; drop one of them.")
     try:
         export_cache(args.file, args.model, on_note=lambda note: print(note, flush=True),
-                     cache=not args.no_cache, aot=not args.no_aot)  # fmt: skip
+                     cache=not args.no_cache, aot=not args.no_aot,
+                     allow_unsafe_knobs=args.allow_unsafe_knobs)  # fmt: skip
     except ConfigError as exc:
         from autotune.errors import UsageError
 

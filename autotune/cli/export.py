@@ -4,12 +4,13 @@ per trial, a column per knob and per metric."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from autotune.cli import _options as options
 from autotune.errors import UsageError
 
-INTERRUPTED = "the file may be incomplete; run the command again."
+INTERRUPTED = "nothing was written."
 
 
 def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
@@ -41,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or _format_of(args.out)
     options.require_folder("--out", args.out)
     out = Path(args.out)
-    data = load_study_data(options.storage(args), args.study, importance=False, must_exist=True)
+    data = load_study_data(options.storage(args), args.study, importance=False)
     rows = export_study(data, out, fmt)
     print(f"Wrote {rows} trials of study {args.study!r} to {args.out} ({fmt}).")
+    for note in data.notes:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 

@@ -37,11 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     )
     options.add_for_device(p)
     options.add_device(p, "where the finalists run (default: the study's)")
-    p.add_argument(
-        "--model", metavar="PATH",
-        help="where the study's model file is on this machine (its content must be the study's)",
-    )  # fmt: skip
+    options.add_model(p, "the finalists run")
     options.add_joining(p)
+    options.add_allow_unsafe(p, "the finalists' configs")
     options.add_debug(p)
     return p
 
@@ -64,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         for_device=args.for_device,
         trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
+        allow_unsafe_knobs=args.allow_unsafe_knobs,
     )
     print(terminal.decision(decision, args.out))
     return 0

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.html:
         options.require_folder("--html", args.html)
-    data = load_study_data(options.storage(args), args.study, must_exist=True)
+    data = load_study_data(options.storage(args), args.study)
     width = args.width or max(120, shutil.get_terminal_size((160, 40)).columns)
     print(render_report(data, width), flush=True)
     if args.html:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autotune import _rules as rules
 from autotune.cli import _argtypes as argtypes
 from autotune.cli import _options as options
 from autotune.errors import UsageError
@@ -139,7 +140,7 @@ def _budgets(p: argparse.ArgumentParser) -> None:
         "cold and warm, before choosing (0 skips)",
     )  # fmt: skip
     p.add_argument(
-        "--preset-finalists", choices=("best", "all"), default="best",
+        "--preset-finalists", choices=rules.PRESET_FINALISTS, default="best",
         help="which of the space's measured presets are re-measured with the finalists: the "
         "best one (default), or all of them, to see the tuned config against every preset in "
         "the same round",
@@ -223,12 +224,12 @@ def _objectives(p: argparse.ArgumentParser) -> None:
 
 def _how(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--workload", choices=("infer", "train"), default="infer",
+        "--workload", choices=rules.WORKLOADS, default="infer",
         help="infer: eval() under no_grad; train: one training step (forward, loss, backward, "
         "optimizer step), see the README's model file section",
     )  # fmt: skip
     p.add_argument(
-        "--scope", choices=("search", "whole"), default="search",
+        "--scope", choices=rules.SCOPES, default="search",
         help="search: probe the model's parts and search which to compile (whole, regional "
         "blocks, children, some kept eager); whole: compile the whole model only",
     )  # fmt: skip
@@ -238,7 +239,7 @@ def _how(p: argparse.ArgumentParser) -> None:
         "correctness tolerance",
     )  # fmt: skip
     options.add_seed(p, "seeds the sampler, the weights and the inputs")
-    p.add_argument("--sampler", choices=("tpe", "random"), default="tpe", help="Optuna sampler")
+    p.add_argument("--sampler", choices=rules.SAMPLERS, default="tpe", help="Optuna sampler")
     options.add_measure_seconds(p, "interleaved eager/compiled timing per trial")
     options.add_precision(p, "finalists")
     options.add_trial_processes(p)
@@ -302,7 +303,8 @@ def run(args: argparse.Namespace) -> int:
             from autotune.study import export_cache
 
             export_cache(args.out, search.local.model_path, on_note=progress.note,
-                         cache=args.save_cache, aot=True)  # fmt: skip
+                         cache=args.save_cache, aot=True,
+                         allow_unsafe_knobs=search.space.unsafe_knobs)  # fmt: skip
     return 0
 
 
@@ -331,6 +333,7 @@ def _finalize(args: argparse.Namespace, search: Search, progress: Progress) -> D
         device=search.local.device, model_path=search.local.model_path,
         for_device=args.for_device, trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
+        allow_unsafe_knobs=search.space.unsafe_knobs,
     )  # fmt: skip
 
 
@@ -344,8 +347,9 @@ def _create_only(search: Search) -> int:
         f"study {request.study_name!r} {what} ({s.model_path} on {s.device}, space "
         f"{search.space.name!r}, {s.trials} trials); no trial ran (--no-worker). Start workers:"
         f"\n  autotune worker --study {request.study_name} --storage "
-        f"{redact_url(request.storage)}\nthen write the file with:\n  autotune finalize "
-        f"--study {request.study_name} --storage {redact_url(request.storage)}"
+        f"{redact_url(request.storage)} --model {s.model_path}\nthen write the file with:\n"
+        f"  autotune finalize --study {request.study_name} --storage "
+        f"{redact_url(request.storage)} --model {s.model_path}"
     )
     return 0
 
@@ -493,9 +497,10 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         study, options.storage(args), settings, given=given,
         deadline=deadline or Deadline(), warm_start=warm_start,
         cache_dir=args.cache_dir, cache_limit_bytes=args.cache_limit,
-        device=args.device and device,
+        device=args.device and device, model_path=str(model),
         trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
+        allow_unsafe_knobs=space.unsafe_knobs,
     )  # fmt: skip
 
 

@@ -27,5 +27,5 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 def run(args: argparse.Namespace) -> int:
     from autotune.reports import list_studies, render_studies
 
-    print(render_studies(list_studies(options.storage(args), must_exist=True)), flush=True)
+    print(render_studies(list_studies(options.storage(args))), flush=True)
     return 0

@@ -64,6 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "default is then not checked)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object (the report)")
+    options.add_allow_unsafe(p, "the file's config")
     options.add_debug(p)
     return p
 
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             best, args.model, runner=runner, device=device, repeats=args.repeats,
             budget_s=args.compile_budget, measure_seconds=args.measure_seconds,
             precision=args.precision or None, seed=seed, tolerance=args.tolerance,
-            default=default,
+            default=default, allow_unsafe_knobs=args.allow_unsafe_knobs,
             on_trial=lambda repeat, name, result: progress(out, repeat, name, result),
         )  # fmt: skip
     finally:

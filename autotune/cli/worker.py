@@ -38,16 +38,14 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         help="run trials of a study shared in a database (one worker per GPU)",
         description="Join a study (created by `autotune search ... --storage URL`) and run its "
         "trials until its budget is met or --timeout passes. Everything the trials need comes "
-        "from the study; the worker checks that its torch, triton and model file are the "
-        "study's. SIGTERM fails the running trial (another worker retries it) and exits 0.",
+        "from the study but the model file, which the worker's own --model names (a database "
+        "never names code to run); the worker checks that its torch, triton and model file "
+        "are the study's. SIGTERM fails the running trial (another worker retries it) and "
+        "exits 0.",
     )
     options.add_study(p, "the study to join")
     options.add_storage(p)
-    p.add_argument(
-        "--model", metavar="PATH",
-        help="where the study's model file is on this machine (default: the path the study "
-        "was created with); its content must be the study's",
-    )  # fmt: skip
+    options.add_model(p, "this worker's trials run")
     options.add_device(
         p, "where this worker runs trials (default: the study's kind of device; with CUDA, "
         "CUDA_VISIBLE_DEVICES says which GPU)",
@@ -63,6 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     )  # fmt: skip
     options.add_trial_processes(p)
     options.add_joining(p)
+    options.add_allow_unsafe(p, "the study's space")
     options.add_quiet(
         p, "print only the closing \"worker done\" line: no trial lines, notes or live panel "
         "(errors still go to stderr)",
@@ -89,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         model_path=args.model,
         trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
+        allow_unsafe_knobs=tuple(args.allow_unsafe_knobs),
     )  # fmt: skip
     progress = Progress(quiet=args.quiet)
     search = _join(request, progress.note)
@@ -141,7 +141,7 @@ def _per_gpu(args: argparse.Namespace) -> int:
         proc = subprocess.Popen(
             [sys.executable, "-m", "autotune.cli", *argv, "--device", "cuda"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent(),
         )  # fmt: skip
         echo = threading.Thread(target=_prefix, args=(proc.stdout, f"[gpu {gpu}] "), daemon=True)
         echo.start()
@@ -180,13 +180,11 @@ def _prefix(stream: IO[str] | None, prefix: str) -> None:
         sys.stdout.flush()
 
 
-def _die_with_parent() -> None:
-    import ctypes
+def _die_with_parent() -> Callable[[], None]:
+    """The ``preexec_fn`` of a GPU's worker: SIGTERM (a clean stop) when this process dies."""
+    from autotune.trials._guard import dies_with_us
 
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: SIGTERM when we die
-    except (OSError, AttributeError):
-        pass
+    return dies_with_us(signal.SIGTERM)
 
 
 def _say(line: str) -> None:

@@ -92,6 +92,8 @@ class ClaimRows(HasEngine):
 
     def claim_of(self, study_name: str, name: str) -> Claim | None:
         """The claim ``name`` of ``study_name``, if any."""
+        if claims_table.name in self._missing:  # an older database, read only
+            return None
         with self._engine.connect() as conn:
             row = conn.execute(sa.select(claims_table).where(_key(study_name, name))).first()
         if row is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 from typing import Any
@@ -12,12 +11,15 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
+from autotune._secrets import mask_text, mask_url
 from autotune.errors import UsageError
 from autotune.records.tables import METADATA, SCHEMA_VERSION, TABLE_NAMES, meta_table
 
 _INIT_ATTEMPTS = 5
 POSTGRES_INSTALL = "pip install 'autotune[postgres]'"
 _SQLITE_TIMEOUT_S = 30.0
+# A server session of a read-only store refuses every write (PostgreSQL).
+_READ_ONLY_OPTION = "-c default_transaction_read_only=on"
 
 
 class StorageError(UsageError, RuntimeError):
@@ -25,53 +27,81 @@ class StorageError(UsageError, RuntimeError):
 
 
 def redact_url(url: str | URL) -> str:
-    """Returns ``url`` with its password replaced by ``***``, safe to print or log."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url))
+    """Returns ``url`` with its password and secret query parameters replaced by ``***``,
+    safe to print, log or store (see :func:`autotune._secrets.mask_url`)."""
+    return mask_url(url)
 
 
 def open_engine(url: str) -> sa.Engine:
     """An engine on ``url`` that reached the database, with autotune's tables in place."""
-    engine = _create_engine(url)
+    engine = create_engine(url)
     try:
-        _ping(engine)
-        _init_schema(engine)
+        ping(engine, url)
+        _init_schema(engine, url)
     except BaseException:
         engine.dispose()
         raise
     return engine
 
 
-def _create_engine(url: str) -> sa.Engine:
+def parse_url(url: str) -> URL:
+    """``url`` parsed by SQLAlchemy, or a :class:`StorageError` saying what is wrong with it."""
     try:
         parsed = make_url(url)
-        engine = sa.create_engine(parsed, **engine_options(parsed))
-    except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
+    except (ArgumentError, ValueError) as exc:
+        raise StorageError(_bad_url(url, exc)) from None
+    if parsed.host and "@" in parsed.host:
         raise StorageError(
-            f"Cannot open the records database {redact_url(url)}: {reason(exc, url)} "
-            "The storage URL must read dialect+driver://user:password@host:port/database, e.g. "
-            "sqlite:///autotune.db or postgresql+psycopg://user:password@host:5432/db, and its "
-            f"driver must be installed (for PostgreSQL: {POSTGRES_INSTALL})."
-        ) from None
+            f"The storage URL {redact_url(url)} has an '@' in its user or password that is not "
+            "percent-encoded, so the text after the first '@' would be taken for the host. "
+            "Write each '@' of the user and password as %40 (the password p@ss as p%40ss; "
+            "Python: urllib.parse.quote(password, safe=''))."
+        )
+    return parsed
+
+
+def create_engine(url: str, target: str | None = None, read_only: bool = False) -> sa.Engine:
+    """An engine on ``target`` (default ``url``; messages name ``url``), not connected yet."""
+    parse_url(url)
+    try:
+        parsed = make_url(target or url)
+        engine = sa.create_engine(parsed, **engine_options(parsed, read_only))
+    except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
+        raise StorageError(_bad_url(url, exc)) from None
     if parsed.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "connect", _sqlite_on_connect_ro if read_only else _sqlite_on_connect)
     return engine
 
 
-def engine_options(url: str | URL) -> dict[str, Any]:
+def _bad_url(url: str, exc: BaseException) -> str:
+    return (
+        f"Cannot open the records database {redact_url(url)}: {reason(exc, url)} "
+        "The storage URL must read dialect+driver://user:password@host:port/database, e.g. "
+        "sqlite:///autotune.db or postgresql+psycopg://user:password@host:5432/db, and its "
+        f"driver must be installed (for PostgreSQL: {POSTGRES_INSTALL})."
+    )
+
+
+def engine_options(url: str | URL, read_only: bool = False) -> dict[str, Any]:
     """Engine options for ``url``, for our engine and Optuna's alike: SQLite waits out other
     writers; a server connection is checked before use (a restarted database), gives up
     connecting after 10 s, and a process keeps few of them open (a worker runs one query at a
     time, its heartbeat thread another): the server's connection limit is shared by every
-    worker of the fleet."""
+    worker of the fleet. ``read_only``: a PostgreSQL session refuses every write."""
     url = make_url(url)
     if url.get_backend_name() == "sqlite":
         return {"connect_args": {"timeout": _SQLITE_TIMEOUT_S}}
     options: dict[str, Any] = {"pool_pre_ping": True, "pool_size": 1, "max_overflow": 2}
-    if url.get_driver_name() in ("psycopg", "psycopg2") and "connect_timeout" not in url.query:
-        options["connect_args"] = {"connect_timeout": 10}
+    connect_args: dict[str, Any] = {}
+    if url.get_driver_name() in ("psycopg", "psycopg2"):
+        if "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = 10
+        if read_only:  # connect_args replace the URL's own options: keep them
+            given = url.query.get("options", ())
+            given = (given,) if isinstance(given, str) else tuple(given)
+            connect_args["options"] = " ".join([*given, _READ_ONLY_OPTION])
+    if connect_args:
+        options["connect_args"] = connect_args
     return options
 
 
@@ -82,6 +112,11 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
+
+
+def _sqlite_on_connect_ro(dbapi_connection: Any, _record: Any) -> None:
+    # No journal mode switch (it writes the file): the connection may only read.
+    dbapi_connection.execute("PRAGMA query_only=ON")
 
 
 def _set_wal(cursor: Any) -> None:
@@ -103,7 +138,8 @@ def _set_wal(cursor: Any) -> None:
         delay = min(delay * 2, 0.5)
 
 
-def _ping(engine: sa.Engine) -> None:
+def ping(engine: sa.Engine, url: str) -> None:
+    """Refuses a database the engine cannot reach, naming ``url`` (its secrets masked)."""
     try:
         with engine.connect() as conn:
             conn.execute(sa.select(1))
@@ -116,31 +152,22 @@ def _ping(engine: sa.Engine) -> None:
                 "that the URL names the right host, port, user, password and database."
             )
         raise StorageError(
-            f"Cannot connect to the records database {redact_url(engine.url)}: "
-            f"{reason(exc, engine.url)} {remedy}"
+            f"Cannot connect to the records database {redact_url(url)}: {reason(exc, url)} "
+            f"{remedy}"
         ) from None
 
 
 def reason(exc: BaseException, url: str | URL) -> str:
-    """The first line of what ``exc`` says, with the URL's password masked."""
+    """The first line of what ``exc`` says, with every URL, password and secret parameter in
+    it masked (``url``'s secrets wherever they appear)."""
     original = exc.orig if isinstance(exc, DBAPIError) else exc
     # The first line says what failed; later ones repeat SQL or hints.
     text = str(original).strip().split("\n", 1)[0].strip() or type(original).__name__
-    password = _password(url)
-    if password:
-        text = text.replace(password, "***")
+    text = mask_text(text, [url])
     return text if text.endswith((".", "?", "!")) else text + "."
 
 
-def _password(url: str | URL) -> str | None:
-    try:
-        password = make_url(url).password
-    except (ArgumentError, ValueError):
-        return None
-    return None if password is None else str(password)
-
-
-def _init_schema(engine: sa.Engine) -> None:
+def _init_schema(engine: sa.Engine, url: str) -> None:
     # Workers that start together race to create the tables; the losers' checks then pass.
     for attempt in range(_INIT_ATTEMPTS):
         try:
@@ -151,17 +178,21 @@ def _init_schema(engine: sa.Engine) -> None:
             if attempt == _INIT_ATTEMPTS - 1:
                 raise StorageError(
                     f"Cannot create autotune's tables {', '.join(TABLE_NAMES)} in "
-                    f"{redact_url(engine.url)}: {reason(exc, engine.url)} The database user "
+                    f"{redact_url(url)}: {reason(exc, url)} The database user "
                     "needs the right to create tables there (and to write the database file for "
                     "SQLite); grant it or point --storage at another database."
                 ) from None
             time.sleep(0.05 * (attempt + 1))
-    _check_schema_version(engine)
+    check_schema_version(engine, url)
 
 
-def _check_schema_version(engine: sa.Engine) -> None:
+def check_schema_version(engine: sa.Engine, url: str, write: bool = True) -> None:
+    """Refuses a database of a newer autotune; records this one's version where none is
+    (unless ``write`` is False)."""
     stored = _stored_schema_version(engine)
     if stored is None:
+        if not write:
+            return  # a writer stopped between creating the tables and writing the version
         try:
             with engine.begin() as conn:
                 row = {"key": "schema_version", "value": str(SCHEMA_VERSION)}
@@ -171,7 +202,7 @@ def _check_schema_version(engine: sa.Engine) -> None:
         stored = _stored_schema_version(engine) or ""
     if not stored.isdigit() or int(stored) > SCHEMA_VERSION:
         raise StorageError(
-            f"The records database {redact_url(engine.url)} has autotune schema_version "
+            f"The records database {redact_url(url)} has autotune schema_version "
             f"{stored!r}, but this autotune reads schema_version <= {SCHEMA_VERSION}. Upgrade "
             "autotune (pip install -U autotune) or point --storage at another database."
         )

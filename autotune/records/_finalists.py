@@ -7,17 +7,33 @@ process that died is never used for a decision.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from autotune.records._rows import HasEngine, as_utc, dumps, utcnow
+from autotune.records._checked import (
+    OnBad,
+    checked_rows,
+    raw_times,
+    remedy,
+    time_column,
+    type_problem,
+)
+from autotune.records._rows import (
+    HasEngine,
+    StudyRowError,
+    dumps,
+    json_column,
+    shown,
+    utcnow,
+)
 from autotune.records.tables import finalist_results_table, finalist_rounds_table
 
 RUNS = ("cold", "warm")
+STATES = ("measuring", "done")
 
 
 @dataclass(frozen=True)
@@ -77,30 +93,84 @@ class FinalistRows(HasEngine):
                 .values(state="done", finished_at=utcnow())
             )
 
-    def finalist_rounds(self, study_name: str) -> list[FinalistRound]:
-        """The finalist rounds of ``study_name``, oldest first, with their results."""
-        rounds = sa.select(finalist_rounds_table).where(
-            finalist_rounds_table.c.study_name == study_name
+    def finalist_rounds(self, study_name: str, on_bad: OnBad | None = None) -> list[FinalistRound]:
+        """The finalist rounds of ``study_name``, oldest first, with their results.
+
+        Raises:
+            StudyRowError: A round or one of its results breaks autotune's rules (with
+                ``on_bad``: the round is left out and the error handed to ``on_bad``).
+        """
+        if finalist_rounds_table.name in self._missing:  # an older database, read only
+            return []
+        rounds = (
+            sa.select(*raw_times(finalist_rounds_table))
+            .where(finalist_rounds_table.c.study_name == study_name)
+            .order_by(finalist_rounds_table.c.id)
         )
         results = (
-            sa.select(finalist_results_table)
+            sa.select(*raw_times(finalist_results_table))
             .join(finalist_rounds_table)
             .where(finalist_rounds_table.c.study_name == study_name)
         )
         with self._engine.connect() as conn:
-            by_round: dict[int, dict[tuple[int, str], dict[str, Any]]] = {}
-            for r in conn.execute(results):
-                key = (r.trial_number, r.run)
-                by_round.setdefault(r.round_id, {})[key] = json.loads(r.result_json)
-            return [
-                FinalistRound(
-                    id=r.id,
-                    finalists=list(json.loads(r.finalists_json)),
-                    state=r.state,
-                    owner=r.owner,
-                    created_at=as_utc(r.created_at),
-                    finished_at=None if r.finished_at is None else as_utc(r.finished_at),
-                    results=by_round.get(r.id, {}),
-                )
-                for r in conn.execute(rounds.order_by(finalist_rounds_table.c.id))
-            ]
+            read = checked_rows(
+                conn.execute(results), study_name, finalist_results_table.name, _Result.of, on_bad
+            )
+            by_round: dict[int, list[_Result]] = {}
+            for r in read:
+                by_round.setdefault(r.round_id, []).append(r)
+            return checked_rows(
+                conn.execute(rounds), study_name, finalist_rounds_table.name,
+                lambda row: _round(study_name, row, by_round.get(row["id"], [])), on_bad,
+            )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Result:
+    """A row of autotune_finalist_results as read, its problems kept for its round to say."""
+
+    round_id: int
+    key: tuple[int, str]
+    value: dict[str, Any]
+    problems: list[str]
+
+    @classmethod
+    def of(cls, row: Mapping[Any, Any]) -> _Result:
+        value, problem = json_column(row["result_json"], "result_json")
+        problems = [problem] if problem else []
+        number, run = row["trial_number"], row["run"]
+        problems += [p for p in [type_problem("trial_number", "int", number)] if p]
+        if run not in RUNS:
+            problems.append(f"run {shown(run)}: must be one of {', '.join(RUNS)}")
+        where = f"of trial {shown(number)}, run {shown(run)}: "
+        return cls(row["round_id"], (number, run), value, [where + p for p in problems])
+
+
+def _round(study: str, row: Mapping[Any, Any], results: list[_Result]) -> FinalistRound:
+    finalists, problem = json_column(row["finalists_json"], "finalists_json", list)
+    problems = [problem] if problem else []
+    if finalists is not None and not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in finalists
+    ):
+        problems.append(f"finalists_json {shown(finalists)}: must list trial numbers")
+    if row["state"] not in STATES:
+        problems.append(f"state {shown(row['state'])}: must be one of {', '.join(STATES)}")
+    owner = type_problem("owner", "str", row["owner"])
+    problems += [owner] if owner else []
+    created_at, problem = time_column(row["created_at"], "created_at")
+    finished_at, finished = time_column(row["finished_at"], "finished_at", optional=True)
+    problems += [p for p in (problem, finished) if p]
+    problems += [f"its result {p}" for r in results for p in r.problems]
+    if problems:
+        where = f"id = {row['id']!r}"
+        name = f"the row of finalist round {row['id']} in autotune_finalist_rounds"
+        raise StudyRowError(study, name, problems, remedy("autotune_finalist_rounds", where))
+    return FinalistRound(
+        id=row["id"],
+        finalists=list(finalists),
+        state=row["state"],
+        owner=row["owner"],
+        created_at=created_at,
+        finished_at=finished_at,
+        results={r.key: r.value for r in results},
+    )

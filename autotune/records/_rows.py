@@ -1,18 +1,73 @@
-"""What every table's rows share: JSON columns, UTC times, the engine the store holds."""
+"""What every table's rows share: JSON columns, UTC times, the engine the store holds, and the
+error a row that breaks autotune's rules raises when it is read back."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
+
+from autotune.errors import UsageError
+
+_SHOWN = 80  # characters of a bad value a message quotes
 
 
 class HasEngine:
     """A store's part that runs its queries on ``self._engine``."""
 
     _engine: sa.Engine
+    # Tables a read-only store found missing (a database of an older autotune): reads of
+    # them find nothing.
+    _missing: frozenset[str] = frozenset()
+
+
+class StudyRowError(UsageError):
+    """A row of a study read back from the storage breaks the rules autotune writes it by: it
+    was edited, or written by another tool (or another version). The message names the study,
+    the row, every bad field with its value, and what to do.
+
+    Attributes:
+        study: The study's name (None: not known where the settings were checked).
+        row: Which row, in words (``the row of trial 7 in autotune_trials``).
+        problems: One ``field value: what is wrong`` per bad field.
+    """
+
+    def __init__(self, study: str | None, row: str, problems: Sequence[str], remedy: str) -> None:
+        self.study, self.row, self.problems = study, row, list(problems)
+        subject = f"Study {study!r}" if study is not None else "A study"
+        super().__init__(
+            f"{subject}: {row} breaks autotune's rules "
+            f"({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}: "
+            f"{'; '.join(self.problems)}). {remedy}"
+        )
+
+
+def shown(value: Any) -> str:
+    """``value`` as a message quotes it: its repr, cut to a readable length, on one line."""
+    try:
+        text = repr(value).replace("\n", "\\n")
+    except (RecursionError, ValueError):  # nested too deep, an int with too many digits
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def json_column(text: Any, column: str, kind: type = dict) -> tuple[Any, str | None]:
+    """The JSON value stored in ``column``, and None; or None and a problem saying why it
+    cannot be read (not text, not valid JSON, or not a ``kind``: dict or list)."""
+    if not isinstance(text, str):
+        return None, f"{column} {shown(text)}: must be JSON text"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        return None, f"{column} {shown(text)}: not valid JSON ({why})"
+    if not isinstance(value, kind):
+        noun = "an object" if kind is dict else "a list"
+        return None, f"{column} {shown(text)}: must be {noun} in JSON"
+    return value, None
 
 
 def dumps(value: Any, name: str) -> str:

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import importlib.metadata
-import json
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from autotune.records._rows import HasEngine, as_utc, dumps, utcnow
+from autotune.records._rows import HasEngine, StudyRowError, as_utc, dumps, json_column, utcnow
 from autotune.records.tables import studies_table
+
+SETTINGS_ROW = "the row of its settings (autotune_studies.settings_json)"
+SETTINGS_REMEDY = (
+    "The row was edited, or written by another tool or autotune version: fix these fields in "
+    "its settings_json, or recreate the study (`optuna delete-study` with its name and "
+    "storage, then `autotune search` with the options it was created with)."
+)
 
 
 class StudyRows(HasEngine):
@@ -47,7 +53,7 @@ class StudyRows(HasEngine):
         try:
             with self._engine.begin() as conn:
                 conn.execute(studies_table.insert().values(row))
-            return dict(json.loads(settings_json)), True
+            return settings_dict(name, settings_json), True
         except IntegrityError:
             pass
         with self._engine.begin() as conn:
@@ -57,18 +63,30 @@ class StudyRows(HasEngine):
                 )
             ).first()
             if stored is not None and stored.optuna_study_id == optuna_study_id:
-                return dict(json.loads(stored.settings_json)), False
+                return settings_dict(name, stored.settings_json), False
             # Its Optuna study was deleted (and made anew): the old rows go with it.
             conn.execute(studies_table.delete().where(studies_table.c.study_name == name))
             conn.execute(studies_table.insert().values(row))
-        return dict(json.loads(settings_json)), True
+        return settings_dict(name, settings_json), True
 
     def study_settings(self, name: str) -> dict[str, Any] | None:
-        """Returns the stored settings of study ``name``, or None if it is not recorded."""
+        """Returns the stored settings of study ``name``, or None if it is not recorded.
+
+        Raises:
+            StudyRowError: They are not a JSON object (see
+                :func:`autotune.study._settings.settings_from_row` for the check of each
+                setting).
+        """
+        text = self.study_settings_json(name)
+        return None if text is None else settings_dict(name, text)
+
+    def study_settings_json(self, name: str) -> str | None:
+        """The stored settings of study ``name`` as their JSON text, unread; None if it is not
+        recorded."""
         query = sa.select(studies_table.c.settings_json).where(studies_table.c.study_name == name)
         with self._engine.connect() as conn:
-            settings_json = conn.execute(query).scalar_one_or_none()
-        return None if settings_json is None else dict(json.loads(settings_json))
+            text = conn.execute(query).scalar_one_or_none()
+        return None if text is None else str(text)
 
     def study_names(self) -> list[str]:
         """The names of the studies recorded here, oldest first."""
@@ -102,12 +120,12 @@ class StudyRows(HasEngine):
         """Stores ``changes`` over the settings of study ``name`` (a later run changed what may
         change, e.g. its trial budget) and returns the stored settings."""
         with self._engine.begin() as conn:
-            settings = {**_locked_settings(conn, name), **changes}
+            settings = StoredSettings(name, {**_locked_settings(conn, name), **changes})
             _write_settings(conn, name, settings)
         return settings
 
 
-def _locked_settings(conn: sa.Connection, name: str) -> dict[str, Any]:
+def _locked_settings(conn: sa.Connection, name: str) -> StoredSettings:
     # Touching the row first locks it (as in add_trial): racing writers queue here.
     touched = conn.execute(
         studies_table.update()
@@ -117,7 +135,25 @@ def _locked_settings(conn: sa.Connection, name: str) -> dict[str, Any]:
     if touched.rowcount == 0:
         raise ValueError(f"study {name!r} is not recorded; call save_study({name!r}, ...) first.")
     query = sa.select(studies_table.c.settings_json).where(studies_table.c.study_name == name)
-    return dict(json.loads(conn.execute(query).scalar_one()))
+    return settings_dict(name, conn.execute(query).scalar_one())
+
+
+class StoredSettings(dict[str, Any]):
+    """A study's settings as read from its row: a dict that knows whose they are, so that
+    :meth:`autotune.study.StudySettings.from_dict` names the study when they break a rule."""
+
+    def __init__(self, study: str, settings: dict[str, Any]) -> None:
+        super().__init__(settings)
+        self.study = study
+
+
+def settings_dict(name: str, text: Any) -> StoredSettings:
+    """The JSON object stored as study ``name``'s settings; a :class:`StudyRowError` when the
+    text is not one."""
+    value, problem = json_column(text, "settings_json")
+    if problem is not None:
+        raise StudyRowError(name, SETTINGS_ROW, [problem], SETTINGS_REMEDY)
+    return StoredSettings(name, value)
 
 
 def _write_settings(conn: sa.Connection, name: str, settings: dict[str, Any]) -> None:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
 import math
 from typing import Any
 
 import sqlalchemy as sa
 
+from autotune.records._checked import OnBad, checked_rows, raw_times, trial_from_row
 from autotune.records._record import ENV_KEYS, TrialRecord
 from autotune.records._rows import HasEngine, as_utc, dumps, utcnow
 from autotune.records.tables import ENV_COLUMN_LENGTHS, JSON_COLUMNS, studies_table, trials_table
+
+# A row's columns, its creation time as the database holds it (see raw_times).
+_COLUMNS = raw_times(trials_table)
 
 
 class TrialRows(HasEngine):
@@ -47,25 +51,28 @@ class TrialRows(HasEngine):
                 )
             )
 
-    def trials(self, study_name: str) -> list[TrialRecord]:
-        """Returns the trials of ``study_name`` ordered by trial number."""
+    def trials(self, study_name: str, on_bad: OnBad | None = None) -> list[TrialRecord]:
+        """Returns the trials of ``study_name`` ordered by trial number.
+
+        Raises:
+            StudyRowError: A row breaks autotune's rules (with ``on_bad``: it is left out
+                and the error handed to ``on_bad`` instead).
+        """
         query = (
-            sa.select(trials_table)
+            sa.select(*_COLUMNS)
             .where(trials_table.c.study_name == study_name)
             .order_by(trials_table.c.trial_number)
         )
-        with self._engine.connect() as conn:
-            return [_from_row(row._mapping) for row in conn.execute(query)]
+        return self._read(study_name, query, on_bad)
 
     def trial(self, study_name: str, trial_number: int) -> TrialRecord | None:
         """The record of trial ``trial_number``, if one was written."""
-        query = sa.select(trials_table).where(
+        query = sa.select(*_COLUMNS).where(
             trials_table.c.study_name == study_name,
             trials_table.c.trial_number == trial_number,
         )
-        with self._engine.connect() as conn:
-            row = conn.execute(query).first()
-        return None if row is None else _from_row(row._mapping)
+        found = self._read(study_name, query)
+        return found[0] if found else None
 
     def count_trials(
         self, study_name: str, searched_only: bool = True, duplicates: bool = True
@@ -91,17 +98,16 @@ class TrialRows(HasEngine):
     def baselines(self, study_name: str) -> list[TrialRecord]:
         """The study's baseline trials (eager and default compile), in trial order."""
         query = (
-            sa.select(trials_table)
+            sa.select(*_COLUMNS)
             .where(trials_table.c.study_name == study_name, trials_table.c.baseline.isnot(None))
             .order_by(trials_table.c.trial_number)
         )
-        with self._engine.connect() as conn:
-            return [_from_row(row._mapping) for row in conn.execute(query)]
+        return self._read(study_name, query)
 
     def find_by_hash(self, study_name: str, config_hash: str) -> TrialRecord | None:
         """Returns the earliest trial with ``config_hash`` that is not itself a duplicate."""
         query = (
-            sa.select(trials_table)
+            sa.select(*_COLUMNS)
             .where(
                 trials_table.c.study_name == study_name,
                 trials_table.c.config_hash == config_hash,
@@ -110,9 +116,15 @@ class TrialRows(HasEngine):
             .order_by(trials_table.c.trial_number)
             .limit(1)
         )
+        found = self._read(study_name, query)
+        return found[0] if found else None
+
+    def _read(
+        self, study_name: str, query: sa.Select[Any], on_bad: OnBad | None = None
+    ) -> list[TrialRecord]:
+        reader = functools.partial(trial_from_row, study_name)
         with self._engine.connect() as conn:
-            row = conn.execute(query).first()
-        return None if row is None else _from_row(row._mapping)
+            return checked_rows(conn.execute(query), study_name, trials_table.name, reader, on_bad)
 
 
 def _to_row(study_name: str, record: TrialRecord) -> dict[str, Any]:
@@ -131,14 +143,3 @@ def _to_row(study_name: str, record: TrialRecord) -> dict[str, Any]:
         value = record.environment.get(key)
         row[column] = None if value is None else str(value)[: ENV_COLUMN_LENGTHS[column]]
     return row
-
-
-def _from_row(row: Any) -> TrialRecord:
-    values: dict[str, Any] = {}
-    for field in dataclasses.fields(TrialRecord):
-        if field.name in JSON_COLUMNS:
-            values[field.name] = json.loads(row[JSON_COLUMNS[field.name]])
-        else:
-            values[field.name] = row[field.name]
-    values["created_at"] = as_utc(row["created_at"])
-    return TrialRecord(**values)

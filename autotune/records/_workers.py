@@ -57,6 +57,8 @@ class WorkerRows(HasEngine):
 
     def workers(self, study_name: str) -> list[Worker]:
         """The workers of ``study_name``, in the order they joined."""
+        if workers_table.name in self._missing:  # an older database, read only
+            return []
         query = (
             sa.select(workers_table)
             .where(workers_table.c.study_name == study_name)

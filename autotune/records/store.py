@@ -9,6 +9,7 @@ from types import TracebackType
 from autotune.records._claims import ClaimRows
 from autotune.records._engine import open_engine
 from autotune.records._finalists import FinalistRows
+from autotune.records._readonly import open_read_only
 from autotune.records._studies import StudyRows
 from autotune.records._trials import TrialRows
 from autotune.records._workers import WorkerRows
@@ -19,15 +20,20 @@ class RecordStore(StudyRows, TrialRows, FinalistRows, ClaimRows, WorkerRows):
 
     Creates the ``autotune_*`` tables when missing and refuses a database written by a newer
     autotune. Every method runs in its own short transaction, so many workers may share one
-    database.
+    database. With ``read_only``, nothing is created or written (a SQLite file that does not
+    exist is refused, a database without autotune's tables raises
+    :class:`~autotune.records.EmptyStorageError`), and only the reading methods may be used.
 
     Example:
         >>> with RecordStore("sqlite:///autotune.db") as store:  # doctest: +SKIP
         ...     settings = store.save_study("resnet", optuna_study_id=1, settings={"seed": 0})
     """
 
-    def __init__(self, url: str) -> None:
-        self._engine = open_engine(url)
+    def __init__(self, url: str, read_only: bool = False) -> None:
+        if read_only:
+            self._engine, self._missing = open_read_only(url)
+        else:
+            self._engine = open_engine(url)
 
     def close(self) -> None:
         """Closes every connection of this store."""

@@ -5,20 +5,29 @@ still running (its running trials have an Optuna trial and no record yet)."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune._secrets import mask_text
 from autotune.errors import UsageError
-from autotune.records import FinalistRound, RecordStore, TrialRecord, Worker, redact_url
+from autotune.records import (
+    EmptyStorageError,
+    FinalistRound,
+    RecordStore,
+    StudyRowError,
+    TrialRecord,
+    Worker,
+    redact_url,
+)
 from autotune.study import Decision, Objective, StudySettings, candidates, decide
 from autotune.study._borrow import PRIOR_ATTR
 from autotune.study._search import PRESET_ATTR
+from autotune.study._settings import settings_from_row
 from autotune.study._storage import open_optuna_storage
 
 # Optuna's trial states, as a report names a trial that has no record.
@@ -92,6 +101,8 @@ class StudyData:
         importance: Knob -> importance (fraction of the score's variance), most important
             first; None when it cannot be computed (``importance_note`` says why).
         metric_names: The names of the Optuna study's values.
+        notes: What the reports must say beside the data: rows left out because they break
+            autotune's rules (each names the row and what is wrong with it).
     """
 
     name: str
@@ -108,6 +119,7 @@ class StudyData:
     importance_note: str
     metric_names: list[str]
     optuna_study: optuna.Study
+    notes: list[str] = field(default_factory=list)
 
     @property
     def records(self) -> list[TrialRecord]:
@@ -162,37 +174,44 @@ class StudyData:
         )
 
 
-def load_study_data(
-    storage: str, study: str, *, importance: bool = True, must_exist: bool = False
-) -> StudyData:
+def load_study_data(storage: str, study: str, *, importance: bool = True) -> StudyData:
     """Reads study ``study`` from ``storage``: its settings, trials, workers, finalists, the
     decision as :func:`autotune.study.decide` makes it, and (``importance``) knob importance.
-    With ``must_exist``, a SQLite file that is not there is refused rather than created.
+
+    Nothing is created or written: the storage is opened read-only (a SQLite file that does
+    not exist is refused, not created). A trial or finalist round whose row breaks autotune's
+    rules is left out, and ``notes`` says which and why.
 
     Raises:
         UsageError: The storage holds no autotune study of that name.
+        StudyRowError: The study's settings row breaks autotune's rules.
     """
-    if must_exist:
-        require_storage(storage)
-    with RecordStore(storage) as store:
-        stored = store.study_settings(study)
-        if stored is None:
+    notes: list[str] = []
+
+    def skip(error: StudyRowError) -> None:
+        notes.append(f"left out: {error}")
+
+    with RecordStore(storage, read_only=True) as store:
+        text = store.study_settings_json(study)
+        if text is None:
             known = ", ".join(sorted(store.study_names())) or "none"
             raise UsageError(
                 f"The storage {redact_url(storage)} holds no autotune study named {study!r} "
                 f"(its studies: {known}); pass --study with one of them, or --storage with "
                 "the database the study was run on."
             )
-        settings = StudySettings.from_dict(stored)
+        settings = settings_from_row(study, text)
         created_at, version = store.study_created(study)
-        records = {r.trial_number: r for r in store.trials(study)}
+        records = {r.trial_number: r for r in store.trials(study, on_bad=skip)}
         workers = store.workers(study)
-        rounds = store.finalist_rounds(study)
+        rounds = store.finalist_rounds(study, on_bad=skip)
         try:
             decision, decision_note = decide(storage, study, store), ""
         except UsageError as exc:
-            decision, decision_note = None, str(exc)
-    optuna_study = optuna.load_study(study_name=study, storage=open_optuna_storage(storage))
+            decision, decision_note = None, mask_text(exc, [storage])
+    optuna_study = optuna.load_study(
+        study_name=study, storage=open_optuna_storage(storage, read_only=True)
+    )
     rows = _rows(optuna_study.get_trials(deepcopy=False), records)
     rdb: Any = optuna_study._storage
     stale = set(rdb._get_stale_trial_ids(optuna_study._study_id))
@@ -214,38 +233,26 @@ def load_study_data(
         importance_note="not computed",
         metric_names=list(optuna_study.metric_names or []),
         optuna_study=optuna_study,
+        notes=notes,
     )
     if importance:
         data.importance, data.importance_note = knob_importance(data)
     return data
 
 
-def require_storage(storage: str) -> None:
-    """Refuses a SQLite storage whose file does not exist: a report must not create an empty
-    database where the user mistyped a path."""
-    from sqlalchemy.engine import make_url
+def list_studies(storage: str) -> list[StudyData]:
+    """Every autotune study in ``storage``, oldest first, without knob importance; none when
+    the storage has no autotune tables. Nothing is created or written.
 
+    Raises:
+        StorageError: The storage cannot be opened (a SQLite file that does not exist).
+        StudyRowError: A study's settings row breaks autotune's rules.
+    """
     try:
-        url = make_url(storage)
-    except Exception:  # noqa: BLE001 - RecordStore reports a malformed URL in its own words
-        return
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
-        return
-    if not os.path.exists(url.database):
-        raise UsageError(
-            f"The storage {redact_url(storage)} names the SQLite file {url.database}, which "
-            "does not exist. Pass --storage with the URL the study was run with (or set "
-            "$AUTOTUNE_STORAGE); `autotune search` writes sqlite:///autotune.db in the "
-            "folder it ran in by default."
-        )
-
-
-def list_studies(storage: str, *, must_exist: bool = False) -> list[StudyData]:
-    """Every autotune study in ``storage``, oldest first, without knob importance."""
-    if must_exist:
-        require_storage(storage)
-    with RecordStore(storage) as store:
-        names = store.study_names()
+        with RecordStore(storage, read_only=True) as store:
+            names = store.study_names()
+    except EmptyStorageError:
+        return []
     return [load_study_data(storage, name, importance=False) for name in names]
 
 

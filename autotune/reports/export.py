@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from autotune._atomic import replacing
 from autotune.records._record import ENV_KEYS
 from autotune.reports._study import StudyData, TrialRow
 
@@ -86,14 +87,15 @@ def export_study(data: StudyData, path: str | os.PathLike[str], fmt: str = "parq
     if fmt not in FORMATS:
         raise ValueError(f"`fmt` must be one of {FORMATS}, but got {fmt!r}.")
     table = study_table(data)
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    with replacing(path) as tmp:  # an existing file stays whole until the new one is
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
 
-        pq.write_table(table, os.fspath(path))
-    else:
-        import pyarrow.csv as pcsv
+            pq.write_table(table, os.fspath(tmp))
+        else:
+            import pyarrow.csv as pcsv
 
-        pcsv.write_csv(table, os.fspath(path))
+            pcsv.write_csv(table, os.fspath(tmp))
     return int(table.num_rows)
 
 

@@ -9,6 +9,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from autotune._atomic import write_text
 from autotune.records import TrialRecord
 from autotune.reports import study_report
 from autotune.reports._study import StudyData
@@ -33,8 +34,7 @@ def write_html(data: StudyData, path: str | os.PathLike[str]) -> int:
         ImportError: plotly is not installed (it comes with autotune's dependencies).
     """
     page = render_html(data)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
+    write_text(path, page)  # an existing page stays whole until the new one is
     return len(page.encode("utf-8"))
 
 

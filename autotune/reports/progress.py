@@ -8,16 +8,16 @@ note. With ``quiet``, neither: the command prints only what it ends with.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.reports import terminal
 from autotune.reports._format import clip
@@ -76,6 +76,7 @@ class Progress:
         self._poller: threading.Thread | None = None
         self._live: Live | None = None
         self._phase_dir: str | None = None
+        self._scratch = contextlib.ExitStack()
 
     def attach(self, search: Search, command: str) -> None:
         """Shows ``search``'s records, notes and phases from now on."""
@@ -90,7 +91,7 @@ class Progress:
         from rich.live import Live
 
         if self._search is not None:
-            self._phase_dir = tempfile.mkdtemp(prefix="autotune-phases-")
+            self._phase_dir = str(self._scratch.enter_context(scratch_dir("phases-")))
             self._search.phase_dir = self._phase_dir
             self._poller = threading.Thread(target=self._poll, daemon=True)
             self._poller.start()
@@ -119,8 +120,7 @@ class Progress:
             self._live = None
         if self._search is not None:
             self._search.phase_dir = None
-        if self._phase_dir is not None:
-            shutil.rmtree(self._phase_dir, ignore_errors=True)
+        self._scratch.close()
 
     @property
     def console(self) -> Console:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from autotune._secrets import mask_url
 from autotune.reports._format import calls, ms, times
 from autotune.reports.study_report import fit
+from autotune.runtime import _safety
 from autotune.runtime.config import BestConfig, CompileConfig
 
 _DYNAMIC = {
@@ -41,7 +43,7 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
         "workload": dict(best.workload),
         "claims": dict(best.metrics),
         "tuned_on": dict(best.environment),
-        "source": dict(best.source),
+        "source": _source(best.source),
         "model": dict(best.model),
     }
     if config is not None:
@@ -54,6 +56,8 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
             {"knob": knob, "value": value, "meaning": meanings.get(knob)}
             for knob, value in set_knobs(config)
         ]
+        facts["unsafe_knobs"] = _safety.problems(config.options, config.dynamo)
+    facts["signature"] = _signature(best)
     facts["cache"] = _artifact(best, best.cache, path, here is not None)
     facts["aot"] = _artifact(best, best.aot, path, here is not None)
     if here is not None:
@@ -161,6 +165,13 @@ def _how(facts: dict[str, Any]) -> list[str]:
     for knob in facts["knobs"]:
         meaning = knob["meaning"] or "(not described by the built-in spaces)"
         lines.append(f"  {knob['knob']} = {knob['value']!r}: {meaning}")
+    if facts.get("unsafe_knobs"):
+        lines.append(
+            "Unsafe knobs: this config sets knobs that autotune never takes from data (they "
+            "name a program, a compiler or its flags, a file or a folder, or turn on debug "
+            "output); autotune.apply refuses it unless allow_unsafe_knobs names them:"
+        )
+        lines += [f"  {line}" for line in facts["unsafe_knobs"]]
     if any(k["knob"] == "inductor.freezing" and k["value"] is True for k in facts["knobs"]):
         lines.append(
             "Frozen weights: the first call under torch.no_grad() folds the model's weights "
@@ -226,6 +237,15 @@ def _claims(facts: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _source(source: dict[str, Any]) -> dict[str, Any]:
+    """The file's source, its storage URL masked: a file written by an older autotune may
+    carry a password in the URL's query string."""
+    shown = dict(source)
+    if shown.get("storage") is not None:
+        shown["storage"] = mask_url(shown["storage"])
+    return shown
+
+
 def _origin(facts: dict[str, Any]) -> list[str]:
     env, src = facts["tuned_on"], facts["source"]
     device = env.get("device_name") or env.get("device")
@@ -250,7 +270,43 @@ def _origin(facts: dict[str, Any]) -> list[str]:
     lines.append(_cache_line(facts["cache"]))
     if facts.get("aot"):
         lines.append(_aot_line(facts["aot"]))
+    lines.append(_signature_line(facts["signature"]))
+    if facts.get("cache") or facts.get("aot"):
+        lines.append(
+            "Native code: the cache and the package hold pickles and shared objects that run "
+            "when loaded; autotune.apply loads them only with the SHA-256 this file records, "
+            "so trust this folder as you would an installed program (cache=False ignores both)."
+        )
     return lines
+
+
+def _signature(best: BestConfig) -> dict[str, Any]:
+    """Whether the entry is signed, and by this machine's key (``$AUTOTUNE_SIGNING_KEY``)."""
+    from autotune.runtime import _signing
+
+    if not best.signature:
+        return {"signed": False}
+    try:
+        secret = _signing.key()
+    except ValueError:
+        secret = None
+    key_id = best.signature.get("key_id")
+    verified = None
+    if secret is not None and key_id == _signing.key_id(secret):
+        verified = _signing.problem(best.to_dict(), secret) is None
+    return {"signed": True, "key_id": key_id, "verified": verified}
+
+
+def _signature_line(signature: dict[str, Any]) -> str:
+    if not signature["signed"]:
+        return (
+            "Signature: none (written without $AUTOTUNE_SIGNING_KEY); autotune.apply with "
+            "require_signature refuses it."
+        )
+    text = f"Signature: signed with key {signature['key_id']}"
+    if signature["verified"]:
+        return text + "; verified with $AUTOTUNE_SIGNING_KEY here."
+    return text + "; not checked here ($AUTOTUNE_SIGNING_KEY is not that key, or not set)."
 
 
 def _artifact(
@@ -263,9 +319,12 @@ def _artifact(
     from pathlib import Path
 
     from autotune.runtime.cache import mismatches
+    from autotune.runtime.config import sha256_of
 
     entry = dict(artifact)
-    entry["present"] = (Path(path).parent / str(entry.get("path"))).is_file()
+    found = Path(path).parent / str(entry.get("path"))
+    entry["present"] = found.is_file()
+    entry["sha256_matches"] = entry["present"] and sha256_of(found) == entry.get("sha256")
     if compare:
         device = str(best.workload.get("device") or "cpu")
         entry["mismatches_here"] = mismatches(dict(entry.get("valid_for") or {}), device)
@@ -317,6 +376,11 @@ def _here_tail(artifact: dict[str, Any], missing: str, valid: str) -> str:
     """How a shipped cache or package stands on this machine, ending its line."""
     if not artifact["present"]:
         return f"; {missing}."
+    if not artifact.get("sha256_matches", True):
+        return (
+            "; its SHA-256 is not the one recorded (changed or replaced since it was "
+            "written): it is never loaded."
+        )
     if "mismatches_here" not in artifact:
         return "."
     if artifact["mismatches_here"]:

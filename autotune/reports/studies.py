@@ -38,4 +38,5 @@ def render_studies(studies: Sequence[StudyData]) -> str:
     ]
     count = f"{len(studies)} stud{'y' if len(studies) == 1 else 'ies'}"
     lines.append(f"({count}; `autotune report --study NAME` shows one in full)")
+    lines += [f"note: {note}" for data in studies for note in data.notes]
     return "\n".join(lines)

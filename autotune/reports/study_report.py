@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
+from autotune._secrets import mask_text
 from autotune.records import TrialRecord
 from autotune.reports._format import clip, ms, times
 from autotune.reports._study import StudyData, TrialRow
@@ -70,6 +71,7 @@ def header(data: StudyData) -> str:
         ("workers", _workers(data)),
     ]
     lines += [f"  {name:<10} {value}" for name, value in facts]
+    lines += [f"  note: {note}" for note in data.notes]
     return "\n".join(lines)
 
 
@@ -103,7 +105,8 @@ def _workers(data: StudyData) -> str:
     if not data.workers:
         return "none yet"
     live = sum(1 for w in data.workers if w.stopped_at is None)
-    ends = sorted({w.ended for w in data.workers if w.ended})
+    # How a worker ended may quote a database error: shown with its secrets masked.
+    ends = sorted({mask_text(w.ended) for w in data.workers if w.ended})
     hosts = sorted({w.host for w in data.workers})
     text = f"{_plural(len(data.workers), 'process', 'es')} on {_plural(len(hosts), 'host')} "
     text += f"({', '.join(hosts[:4])})"

@@ -18,6 +18,7 @@ from autotune.runtime.config import (
     EnvironmentMismatchWarning,
     Scope,
     ScopeError,
+    UnsafeKnobError,
     load,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "EnvironmentMismatchWarning",
     "Scope",
     "ScopeError",
+    "UnsafeKnobError",
     "compile_module",
     "environment_fingerprint",
     "environment_mismatches",

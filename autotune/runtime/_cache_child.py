@@ -6,7 +6,7 @@ It imports what production imports (torch and autotune's runtime path) and nothi
 search: the cached graphs must have the keys a production process computes.
 
     TORCHINDUCTOR_CACHE_DIR=DIR python -m autotune.runtime._cache_child \
-        BEST INDEX MODEL DEVICE [PT2 [CACHE: 0 or 1]]
+        BEST INDEX MODEL DEVICE [PT2 [CACHE: 0 or 1 [ALLOWED: KNOB,KNOB or *]]]
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from autotune._scratch import scratch_dir
 from autotune.runtime.apply import apply
 from autotune.runtime.cache import MEGACACHE, validity_keys
 from autotune.runtime.config import ConfigFile
@@ -27,9 +27,16 @@ from autotune.workload import build_calls, build_model, load_model_file
 
 
 def main(
-    best_path: str, index: str, model_path: str, device: str, package: str = "", cache: str = "1"
+    best_path: str,
+    index: str,
+    model_path: str,
+    device: str,
+    package: str = "",
+    cache: str = "1",
+    allowed: str = "",
 ) -> None:
     best = ConfigFile.load(best_path).entries[int(index)]
+    allow_unsafe_knobs = True if allowed == "*" else [k for k in allowed.split(",") if k]
     assert best.config is not None
     module = load_model_file(model_path)
     torch.manual_seed(int(best.workload.get("seed") or 0))
@@ -38,7 +45,8 @@ def main(
     if cache == "1":
         with torch.no_grad():
             apply(model, best, check_environment=False, cache=False,
-                  warmup=[call.kwargs or call.args for call in calls])  # fmt: skip
+                  warmup=[call.kwargs or call.args for call in calls],
+                  allow_unsafe_knobs=allow_unsafe_knobs)  # fmt: skip
     if cache == "1" and device.startswith("cuda"):
         artifacts = torch.compiler.save_cache_artifacts()
         if artifacts is not None:
@@ -55,12 +63,13 @@ def main(
         breaks = best.metrics.get("graph_breaks")
         why = aot.why_not_packaged(best.config, calls, None if breaks is None else int(breaks))
         if why is None:
-            with tempfile.TemporaryDirectory(prefix="autotune-aot-") as tmp:
-                os.environ["TORCHINDUCTOR_CACHE_DIR"] = tmp
+            with scratch_dir("aot-") as tmp:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp)
                 try:
                     facts["aot"] = aot.build_package(
                         eager, calls, best.config, Path(package),
                         relaxed=bool(best.workload.get("relaxed_numerics")),
+                        allow_unsafe_knobs=allow_unsafe_knobs,
                     )  # fmt: skip
                 except aot.PackageError as e:
                     why = str(e)
@@ -69,4 +78,4 @@ def main(
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:7])
+    main(*sys.argv[1:8])

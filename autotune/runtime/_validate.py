@@ -9,14 +9,17 @@ from __future__ import annotations
 import datetime
 import difflib
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 COMPILE_KEYS = ("backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "scope")
 BEST_REQUIRED = ("schema_version", "autotune_version", "decision", "reason", "config")
 BEST_OPTIONAL = (
-    "config_hash", "metrics", "environment", "model", "workload", "source", "cache", "aot"
+    "config_hash", "metrics", "environment", "model", "workload", "source", "cache", "aot",
+    "signature",
 )  # fmt: skip
+SIGNATURE_KEYS = ("alg", "key_id", "value")
 CACHE_KEYS = ("kind", "path", "sha256", "bytes", "valid_for")
 AOT_OPTIONAL = ("weights", "weights_sha256")
 # Where a package's weights come from: the model at load, or its own (frozen at build time).
@@ -76,8 +79,53 @@ def _is_json_tree(value: Any) -> bool:
     return _is_json_value(value)
 
 
+# A best config nests a few levels deep; past this, a value is refused before any rule (or
+# repr) recurses into it, so that no input reaches the interpreter's recursion limit.
+MAX_DEPTH = 64
+
+
+def structure_problems(value: Any, where: str) -> list[str]:
+    """A value nested deeper than :data:`MAX_DEPTH` (or holding itself), or holding an integer
+    too long to write as JSON, cannot be checked or written: the first such place, if any."""
+    stack = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return [
+                f"{path[:120]}: nested more than {MAX_DEPTH} levels deep (or holds itself); a "
+                "best config nests a few levels: regenerate it with `autotune search`"
+            ]
+        if isinstance(item, int) and not _is_writable_int(item):
+            return [
+                f"{path[:120]}: an integer of {item.bit_length()} bits, too long to write as "
+                f"JSON (Python writes at most {sys.get_int_max_str_digits()} digits); use a "
+                "smaller number"
+            ]
+        if isinstance(item, Mapping):
+            stack += [(k, f"{path} (a key)", depth + 1) for k in item if not isinstance(k, str)]
+            stack += [(v, f"{path}.{_label(k)}", depth + 1) for k, v in item.items()]
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack += [(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item)]
+    return []
+
+
+def _is_writable_int(value: int) -> bool:
+    try:
+        str(value)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        return False
+    return True
+
+
+def _label(key: Any) -> str:
+    return key if isinstance(key, str) else type(key).__name__
+
+
 def compile_problems(d: Any, where: str) -> list[str]:
     """Problems of a compile config's JSON form (``scope`` as a dict)."""
+    structure = structure_problems(d, where)
+    if structure:
+        return structure
     if not isinstance(d, Mapping):
         return [expect(where, d, "an object (dict) with keys " + ", ".join(COMPILE_KEYS))]
     problems = _key_problems(d, COMPILE_KEYS, where)
@@ -188,6 +236,20 @@ def best_problems(d: Any, where: str, schema_version: int) -> list[str]:
     if d.get("aot") is not None:
         problems += _artifact_problems(d["aot"], "aot", AOT_OPTIONAL)
         problems += _weights_problems(d["aot"])
+    if d.get("signature") is not None:
+        problems += _signature_problems(d["signature"])
+    return problems
+
+
+def _signature_problems(value: Any) -> list[str]:
+    if not isinstance(value, Mapping):
+        return [expect("signature", value, "an object (alg, key_id, value)")]
+    problems = _key_problems(value, SIGNATURE_KEYS, "signature", required=SIGNATURE_KEYS)
+    if value.get("alg", "hmac-sha256") != "hmac-sha256":
+        problems.append(expect("signature.alg", value.get("alg"), "'hmac-sha256'"))
+    for key in ("key_id", "value"):
+        if key in value and not isinstance(value[key], str):
+            problems.append(expect(f"signature.{key}", value[key], "a string of hex digits"))
     return problems
 
 
@@ -214,6 +276,9 @@ def _artifact_problems(value: Any, where: str, optional: Sequence[str] = ()) -> 
     if not isinstance(value, Mapping):
         return [expect(where, value, "an object (kind, path, sha256, bytes, valid_for)")]
     problems = _key_problems(value, (*CACHE_KEYS, *optional), where, required=CACHE_KEYS)
+    kind = value.get("kind")
+    if "kind" in value and not (isinstance(kind, str) and kind):
+        problems.append(expect(f"{where}.kind", kind, "a non-empty string"))
     path = value.get("path")
     if "path" in value and (not isinstance(path, str) or "/" in path or path in ("", ".", "..")):
         problems.append(expect(f"{where}.path", path, "a file name beside the best-config file"))
@@ -239,7 +304,8 @@ def _created_at_problems(value: Any) -> list[str]:
 def _metrics_problems(value: Any) -> list[str]:
     if not isinstance(value, dict):
         return [expect("metrics", value, "an object of numbers")]
-    return [
+    keys = [f"metrics: keys must be strings, got {k!r}" for k in value if type(k) is not str]
+    return keys + [
         expect(f"metrics.{k}", v, "a finite number or null")
         for k, v in value.items()
         if not (v is None or _is_number(v))

@@ -29,12 +29,14 @@ from __future__ import annotations
 import inspect
 import json
 import weakref
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.utils._pytree as pytree
 
+from autotune._atomic import replacing
 from autotune.measure.accuracy import clone_outputs, compare_outputs
 from autotune.runtime.cache import refuse_if_changed, sha256_of
 from autotune.runtime.config import CompileConfig
@@ -94,6 +96,7 @@ def build_package(
     package_path: Path,
     *,
     relaxed: bool = False,
+    allow_unsafe_knobs: bool | Collection[str] = False,
 ) -> dict[str, Any]:
     """Exports ``model`` on one call (the dims that differ across calls dynamic unless
     ``config.dynamic`` is False, traced on a call where they are all above 1), compiles it to
@@ -104,9 +107,15 @@ def build_package(
         The best-config file's entry for it, without ``valid_for``.
 
     Raises:
+        ConfigError: The config does not fit this torch, or sets knobs refused from data
+            that ``allow_unsafe_knobs`` does not name (see :func:`autotune.apply`).
         PackageError: Export, compile or load failed, or the outputs differ from eager; the
-            package file is then removed.
+            package is then not written (a file already at ``package_path`` is left as it
+            was).
     """
+    from autotune.runtime.apply import check_config
+
+    check_config(config, allow_unsafe_knobs)
     why = why_not_packaged(config, calls, None)
     if why:
         raise PackageError(why)
@@ -120,23 +129,19 @@ def build_package(
             constants = _describe_constants(model, program)
             options["aot_inductor.metadata"] = {_METADATA_KEY: constants}
             weights = {"weights": "from-model"}
-        package_path.unlink(missing_ok=True)
-        try:
-            _stage("AOTInductor failed", _compile, program, package_path, options)
+        # Built and checked under a temporary name, then renamed: the package it replaces
+        # serves until this one is proven.
+        with replacing(package_path) as tmp:
+            _stage("AOTInductor failed", _compile, program, tmp, options)
             entry = {
                 "kind": KIND,
                 "path": package_path.name,
-                "sha256": sha256_of(package_path),
-                "bytes": package_path.stat().st_size,
+                "sha256": sha256_of(tmp),
+                "bytes": tmp.stat().st_size,
                 **weights,
             }
-            packaged = _stage(
-                "the package does not load", load_package, entry, package_path, model
-            )
+            packaged = _stage("the package does not load", load_package, entry, tmp, model)
             _check_outputs(packaged, calls, expected, relaxed)
-        except BaseException:
-            package_path.unlink(missing_ok=True)
-            raise
     return entry
 
 

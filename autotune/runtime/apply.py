@@ -8,9 +8,8 @@ import itertools
 import logging
 import os
 import time
-import types
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,6 +17,7 @@ import torch
 import torch._dynamo
 from torch._dynamo.exc import InvalidBackend
 
+from autotune.runtime import _safety
 from autotune.runtime._calls import call_settings, set_around_calls
 from autotune.runtime.config import (
     BestConfig,
@@ -26,6 +26,8 @@ from autotune.runtime.config import (
     ConfigFile,
     EnvironmentMismatchWarning,
     ScopeError,
+    UnsafeKnobError,
+    entry_label,
     load,
 )
 from autotune.runtime.fingerprint import (
@@ -34,7 +36,7 @@ from autotune.runtime.fingerprint import (
     model_fingerprint,
 )
 
-__all__ = ["apply", "compile_module", "load", "warm_up"]
+__all__ = ["apply", "check_config", "compile_module", "load", "warm_up"]
 
 _log = logging.getLogger("autotune")
 
@@ -50,6 +52,8 @@ def apply(
     cache: bool | str | os.PathLike[str] = True,
     warmup: Any = None,
     strict: bool = False,
+    allow_unsafe_knobs: bool | Collection[str] = False,
+    require_signature: bool | None = None,
 ) -> torch.nn.Module:
     """Compiles ``model`` the way the search's winning trial did.
 
@@ -85,7 +89,9 @@ def apply(
             machine (both are written by ``autotune search --save-cache``): its AOTInductor
             package (the model must be in ``eval()`` mode), loaded with the model's own
             weights so that nothing compiles at all, else its compile cache, loaded into this
-            process's Inductor cache first. ``False`` ignores both; a path loads that cache
+            process's Inductor cache first. Both are native code that runs when loaded: they
+            are loaded only when their SHA-256 is the one the file records, so trust the
+            file as you would a program. ``False`` ignores both; a path loads that cache
             archive instead (and no package). One line on the ``autotune`` logger says what
             was loaded; one made for another torch, device or thread count is skipped with a
             warning naming the difference.
@@ -96,8 +102,22 @@ def apply(
             the caller's grad mode: apply inside the same ``torch.no_grad()`` or
             ``torch.inference_mode()`` the server uses, or the first request recompiles. The
             time it took is logged on the ``autotune`` logger (INFO).
-        strict: Raise :class:`ConfigError` instead of returning the model uncompiled when
-            no entry of the file may serve this machine.
+        strict: Raise instead of serving on: :class:`ConfigError` when no entry of the file
+            may serve this machine (else the model is returned uncompiled), and
+            :class:`~autotune.runtime.cache.CacheRefusedError` when a shipped cache or package
+            is not the one the file records (else a warning names it, and the model compiles
+            as without it).
+        allow_unsafe_knobs: Knobs the config may set although autotune never takes them from
+            data (they name a program, a compiler or its flags, a file or a folder, or turn
+            on debug output: ``inductor.cpp.cxx``, ``inductor.trace.enabled``, ...): True for
+            all, or the ``inductor.NAME`` / ``dynamo.NAME`` knobs named. Pass it only for a
+            config you wrote or checked yourself.
+        require_signature: Refuse a best-config entry that is not signed with the key in
+            ``$AUTOTUNE_SIGNING_KEY`` (``autotune search``/``merge``/``cache export`` sign
+            what they write when it is set; the signature covers the config and the SHA-256
+            of every artifact). Default: ``$AUTOTUNE_REQUIRE_SIGNATURE`` (``1`` requires).
+            A :class:`CompileConfig` passed in code needs none. Whatever this says, an entry
+            signed with that key but changed since is refused when the file is read.
 
     Returns:
         ``model`` itself for a ``do_not_compile`` decision or a regional scope; an
@@ -108,9 +128,11 @@ def apply(
     Raises:
         ConfigError: The file or config is invalid, or names knobs the installed torch lacks,
             or (``strict``) it has no entry for this kind of device;
-            :class:`~autotune.runtime.cache.CacheRefusedError` (a ``ValueError`` too) when the
-            shipped cache's or package's SHA-256 is not the file's: a changed one is never
-            loaded.
+            :class:`UnsafeKnobError` when it sets knobs refused from data that
+            ``allow_unsafe_knobs`` does not name;
+            :class:`~autotune.runtime.cache.CacheRefusedError` (a ``ValueError`` too), with
+            ``strict``, when the shipped cache's or package's SHA-256 is not the file's (a
+            changed one is never loaded).
         ScopeError: The scope names module paths the model does not have.
 
     Example:
@@ -123,33 +145,62 @@ def apply(
     # This machine, read once (it reads /proc/cpuinfo, and on CUDA the device's name).
     here = functools.cache(lambda: environment_fingerprint(_model_device(model)))
     best, compile_config, choice_warned = _resolve(config, here, strict)
+    if best is not None:
+        _require_signature(best, require_signature)
     if best is not None and check_environment:
         _warn_on_mismatch(model, best, here, environment=not choice_warned)
     if compile_config is None:
         if warmup is not None:
             _log.info("autotune.apply: the config compiles nothing; no warm-up needed")
         return model
+    # Refused knobs are refused before anything shipped with the config is loaded.
+    check_config(compile_config, allow_unsafe_knobs)
     if best is not None and best.aot and cache is True:
-        packaged = _load_package(best, config, model)
+        packaged = _load_package(best, config, model, strict)
         if packaged is not None:
             if warmup is not None:
                 calls, seconds = warm_up(packaged, warmup)
                 _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
             return packaged
     if best is not None and best.cache and cache is not False:
-        _load_cache(best, config, cache, _model_device(model))
-    compiled = compile_module(model, compile_config)
+        _load_cache(best, config, cache, _model_device(model), strict)
+    compiled = compile_module(model, compile_config, allow_unsafe_knobs=allow_unsafe_knobs)
     if warmup is not None:
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
     return compiled
 
 
-def _load_package(best: BestConfig, config: Any, model: torch.nn.Module) -> torch.nn.Module | None:
+def _require_signature(best: BestConfig, required: bool | None) -> None:
+    from autotune.runtime import _signing
+
+    if not _signing.required(required):
+        return
+    try:
+        secret = _signing.key()
+    except ValueError as e:
+        raise ConfigError(f"autotune.apply(require_signature=True): {e}") from None
+    if secret is None:
+        raise ConfigError(
+            "autotune.apply(require_signature=True): a signature is required, but "
+            f"${_signing.KEY_ENV} is not set here; set it to the key the file was signed with."
+        )
+    why = _signing.problem(best.to_dict(), secret)
+    if why is not None:
+        raise ConfigError(
+            f"autotune.apply(require_signature=True): the entry for {entry_label(best)} is "
+            f"refused: {why}. Write the file where ${_signing.KEY_ENV} holds the key "
+            "(autotune search, finalize, merge or cache export sign what they write)."
+        )
+
+
+def _load_package(
+    best: BestConfig, config: Any, model: torch.nn.Module, strict: bool
+) -> torch.nn.Module | None:
     """The file's AOTInductor package loaded with ``model``'s weights, when it may serve here;
     else None (a line or a warning says why) and the model compiles as without one."""
     from autotune.runtime import aot
-    from autotune.runtime.cache import mismatches
+    from autotune.runtime.cache import CacheRefusedError, mismatches
 
     assert best.aot is not None
     if not isinstance(config, (str, os.PathLike)):
@@ -167,6 +218,10 @@ def _load_package(best: BestConfig, config: Any, model: torch.nn.Module) -> torc
     if not why_not:
         try:
             packaged = aot.load_package(best.aot, package, model)
+        except CacheRefusedError as e:
+            if strict:
+                raise
+            why_not = str(e)
         except (FileNotFoundError, aot.PackageMismatchError) as e:
             why_not = str(e)
         else:
@@ -181,7 +236,7 @@ def _load_package(best: BestConfig, config: Any, model: torch.nn.Module) -> torc
     return None
 
 
-def _load_cache(best: BestConfig, config: Any, cache: Any, device: str) -> None:
+def _load_cache(best: BestConfig, config: Any, cache: Any, device: str, strict: bool) -> None:
     from autotune.runtime import cache as shipped
 
     assert best.cache is not None
@@ -192,7 +247,12 @@ def _load_cache(best: BestConfig, config: Any, cache: Any, device: str) -> None:
     else:
         _log.info("autotune.apply: the config ships a cache, but no path says where it is")
         return
-    why_not = shipped.load(best.cache, archive, device)
+    try:
+        why_not = shipped.load(best.cache, archive, device)
+    except shipped.CacheRefusedError as e:
+        if strict:
+            raise
+        why_not = str(e)
     if why_not is None:
         _log.info("autotune.apply: loaded the compile cache %s", archive)
     else:
@@ -221,7 +281,12 @@ def warm_up(model: torch.nn.Module, inputs: Any) -> tuple[int, float]:
     return len(calls), time.perf_counter() - started
 
 
-def compile_module(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
+def compile_module(
+    model: torch.nn.Module,
+    config: CompileConfig,
+    *,
+    allow_unsafe_knobs: bool | Collection[str] = False,
+) -> torch.nn.Module:
     """Compiles ``model`` according to ``config`` (no fingerprint checks).
 
     Disabled paths are replaced in their parents by ``torch.compiler.disable`` wrappers first;
@@ -229,10 +294,12 @@ def compile_module(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Mo
     parent by a compiled module (``Module.compile()`` would silently skip built-in modules).
 
     Raises:
-        ConfigError: Options or Dynamo settings the installed torch does not have.
+        ConfigError: Options or Dynamo settings the installed torch does not have;
+            :class:`UnsafeKnobError` for knobs refused from data that ``allow_unsafe_knobs``
+            (see :func:`apply`) does not name.
         ScopeError: Module paths the model does not have; the model is left untouched.
     """
-    _raise_for_torch(config)
+    check_config(config, allow_unsafe_knobs)
     scope = config.scope
     _raise_for_paths(model, [p for p in scope.compile if p] + list(scope.disable))
     for path in scope.disable:
@@ -304,17 +371,16 @@ def _compile_one(module: torch.nn.Module, config: CompileConfig) -> torch.nn.Mod
     return compiled
 
 
-def _raise_for_torch(config: CompileConfig) -> None:
+def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[str]) -> None:
+    """Raises :class:`ConfigError` when ``config`` does not fit the installed torch (unknown
+    knobs, values of the wrong type, an unknown backend), and :class:`UnsafeKnobError` when it
+    sets knobs refused from data that ``allow_unsafe_knobs`` does not name."""
     problems = _backend_problems(config.backend)
-    if config.backend == "inductor" and config.options:
-        import torch._inductor.config as inductor_config
-
-        known = set(torch._inductor.list_options())
-        problems += _knob_problems(config.options, known, inductor_config, "options")
+    options = config.options if config.backend == "inductor" else {}
+    if options:
+        problems += _knob_problems(options, "inductor", "options")
     if config.dynamo:
-        known = set(getattr(torch._dynamo.config, "_config", None) or {})
-        known |= set(torch._dynamo.config.get_config_copy())
-        problems += _knob_problems(config.dynamo, known, torch._dynamo.config, "dynamo")
+        problems += _knob_problems(config.dynamo, "dynamo", "dynamo")
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(
@@ -322,6 +388,9 @@ def _raise_for_torch(config: CompileConfig) -> None:
             f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
             "these keys from the config."
         )
+    unsafe = _safety.problems(options, config.dynamo, allow_unsafe_knobs, _declared_type)
+    if unsafe:
+        raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))
 
 
 def _backend_problems(backend: str) -> list[str]:
@@ -334,9 +403,8 @@ def _backend_problems(backend: str) -> list[str]:
     return []
 
 
-def _knob_problems(
-    settings: dict[str, Any], known: set[str], module: types.ModuleType, where: str
-) -> list[str]:
+def _knob_problems(settings: dict[str, Any], layer: str, where: str) -> list[str]:
+    known = _known(layer)
     problems = []
     for key, value in sorted(settings.items()):
         if key not in known:
@@ -344,46 +412,30 @@ def _knob_problems(
             hint = f"; did you mean {near[0]!r}?" if near else ""
             problems.append(f"{where}.{key}: unknown to torch {torch.__version__}{hint}")
             continue
-        expected = _declared_type(module, key)
-        if expected is not None and _fits(value, expected) is False:
-            problems.append(f"{where}.{key}: expected {_type_name(expected)}, got {value!r}")
+        expected = _declared_type(layer, key)
+        if expected is not None and _safety.accepts(expected, value) is False:
+            problems.append(f"{where}.{key}: expected {_safety.describe(expected)}, got {value!r}")
     return problems
 
 
-def _declared_type(module: types.ModuleType, key: str) -> Any:
+def _known(layer: str) -> set[str]:
+    if layer == "inductor":
+        from torch import _inductor
+
+        return set(_inductor.list_options())
+    known = set(getattr(torch._dynamo.config, "_config", None) or {})
+    return known | set(torch._dynamo.config.get_config_copy())
+
+
+def _declared_type(layer: str, key: str) -> Any:
+    import torch._inductor.config
+
+    module = torch._inductor.config if layer == "inductor" else torch._dynamo.config
     get_type = getattr(module, "get_type", None)
     try:
         return get_type(key) if get_type is not None else None
     except (AttributeError, KeyError):
         return None
-
-
-def _type_name(expected: Any) -> str:
-    if isinstance(expected, type):
-        return expected.__name__
-    return str(expected).replace("typing.", "")
-
-
-def _fits(value: Any, expected: Any) -> bool | None:
-    """Whether ``value`` has the declared type; ``None`` when the type is too rich to tell."""
-    args = getattr(expected, "__args__", ())
-    origin = getattr(expected, "__origin__", None)
-    if isinstance(expected, types.UnionType) or str(origin) == "typing.Union":
-        verdicts = [_fits(value, arg) for arg in args]
-        return True if True in verdicts else (None if None in verdicts else False)
-    if str(origin) == "typing.Literal":
-        return value in args
-    if expected is type(None):
-        return value is None
-    if expected is bool:
-        return isinstance(value, bool)
-    if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if expected is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if expected is str:
-        return isinstance(value, str)
-    return None
 
 
 def _child(model: torch.nn.Module, path: str) -> torch.nn.Module:

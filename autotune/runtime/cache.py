@@ -11,20 +11,26 @@ shared objects that run when loaded, so an archive whose hash differs is refused
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
+from autotune._scratch import scratch_dir
+from autotune.runtime.config import sha256_of, sha256_of_file
+
+__all__ = [
+    "KIND", "MEGACACHE", "CacheRefusedError", "load", "mismatches", "pack", "refuse_if_changed",
+    "sha256_of", "validity_keys",
+]  # fmt: skip
 KIND = "inductor-cache-dir"
 MEGACACHE = "megacache.bin"  # CUDA: torch.compiler.save_cache_artifacts() bytes, at the root
-_CHUNK = 1 << 20
+_MODE_MASK = 0o755  # what an extracted file may keep: no setuid/setgid/sticky, no group or
+# world write
 
 
 class CacheRefusedError(ValueError):
@@ -43,28 +49,30 @@ def validity_keys(device: str) -> dict[str, Any]:
     return keys
 
 
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def pack(folder: str | os.PathLike[str], archive: str | os.PathLike[str]) -> dict[str, Any]:
-    """Packs the cache directory ``folder`` into ``archive`` (tar.gz, regular files only);
-    returns what the best-config file records of it (without ``valid_for``)."""
+    """Packs the cache directory ``folder`` into ``archive`` (tar.gz, regular files only, with
+    plain modes), written atomically: a killed export leaves the archive it replaces intact.
+    Returns what the best-config file records of it (without ``valid_for``)."""
+    from autotune._atomic import replacing
+
     root = Path(folder)
-    with tarfile.open(archive, "w:gz") as tar:
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and not path.is_symlink() and not path.name.endswith(".lock"):
-                tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
-    return {
-        "kind": KIND,
-        "path": Path(archive).name,
-        "sha256": sha256_of(archive),
-        "bytes": os.path.getsize(archive),
-    }
+    with replacing(archive) as tmp:
+        with tarfile.open(tmp, "w:gz") as tar:
+            for path in sorted(root.rglob("*")):
+                if path.is_file() and not path.is_symlink() and not path.name.endswith(".lock"):
+                    tar.add(path, arcname=str(path.relative_to(root)), recursive=False,
+                            filter=_plain)  # fmt: skip
+        record = {"kind": KIND, "path": Path(archive).name, "sha256": sha256_of(tmp),
+                  "bytes": tmp.stat().st_size}  # fmt: skip
+    return record
+
+
+def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """No owner, and permission bits only (no setuid, setgid or sticky bit)."""
+    info.mode &= _MODE_MASK
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
 
 
 def mismatches(valid_for: dict[str, Any], device: str) -> list[str]:
@@ -91,18 +99,24 @@ def load(entry: dict[str, Any], archive: Path, device: str) -> str | None:
     """
     if not archive.is_file():
         return f"the cache {archive} named by the file is not there"
-    refuse_if_changed(entry, archive, "compile cache", "a cache holds pickles and shared objects")
     different = mismatches(dict(entry.get("valid_for") or {}), device)
-    if different:
-        return "the cache was made elsewhere (" + "; ".join(different) + ")"
-    _extract(archive, Path(_cache_dir()), device)
+    with open(archive, "rb") as f:  # hashed and extracted from one open file
+        refuse_if_changed(entry, archive, "compile cache", "a cache holds pickles and shared "
+                          "objects", fileobj=f)  # fmt: skip
+        if different:
+            return "the cache was made elsewhere (" + "; ".join(different) + ")"
+        f.seek(0)
+        _extract(archive, f, Path(_cache_dir()), device)
     return None
 
 
-def refuse_if_changed(entry: dict[str, Any], path: Path, what: str, holds: str) -> None:
-    """Raises :class:`CacheRefusedError` when ``path`` is not the file whose SHA-256 the
-    best-config file records (``entry``): ``holds`` says what would run if it were loaded."""
-    actual = sha256_of(path)
+def refuse_if_changed(
+    entry: dict[str, Any], path: Path, what: str, holds: str, fileobj: BinaryIO | None = None
+) -> None:
+    """Raises :class:`CacheRefusedError` when ``path`` (read from ``fileobj`` when given) is
+    not the file whose SHA-256 the best-config file records (``entry``): ``holds`` says what
+    would run if it were loaded."""
+    actual = sha256_of(path) if fileobj is None else sha256_of_file(fileobj)
     if actual != entry.get("sha256"):
         raise CacheRefusedError(
             f"The {what} {path} has SHA-256 {actual[:16]}…, but the best-config file records "
@@ -118,13 +132,11 @@ def _cache_dir() -> str:
     return str(cache_dir())
 
 
-def _extract(archive: Path, target: Path, device: str) -> None:
+def _extract(archive: Path, fileobj: BinaryIO, target: Path, device: str) -> None:
     """Copies the archive's files into ``target``, keeping files already there (same key,
-    same content); CUDA's mega-cache is handed to torch."""
-    with (
-        tempfile.TemporaryDirectory(prefix="autotune-cache-") as tmp,
-        tarfile.open(archive) as tar,
-    ):
+    same content), with plain modes (no setuid, setgid or sticky bit, not writable by others);
+    CUDA's mega-cache is handed to torch."""
+    with scratch_dir("cache-") as tmp, tarfile.open(fileobj=fileobj, mode="r:*") as tar:
         members = tar.getmembers()
         for member in members:
             name = Path(member.name)
@@ -133,9 +145,13 @@ def _extract(archive: Path, target: Path, device: str) -> None:
                     f"The compile cache {archive} holds {member.name!r}, which is not a plain "
                     "file inside the cache: it is not loaded. Export the cache again."
                 )
+        for member in members:
+            member.mode &= _MODE_MASK
+            member.uid = member.gid = 0
+            member.uname = member.gname = ""
         if sys.version_info >= (3, 12):
             tar.extractall(tmp, members=members, filter="data")
-        else:  # members checked above: plain files with relative paths
+        else:  # members checked above: plain files with relative paths, modes masked
             tar.extractall(tmp, members=members)  # noqa: S202
         source = Path(tmp)
         mega = source / MEGACACHE
@@ -148,4 +164,5 @@ def _extract(archive: Path, target: Path, device: str) -> None:
                 dest = target / path.relative_to(source)
                 if not dest.exists():
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(path, dest)
+                    shutil.copyfile(path, dest)
+                    os.chmod(dest, path.stat().st_mode & _MODE_MASK)

@@ -8,11 +8,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from autotune.runtime._validate import (
     FILE_KEYS,
@@ -20,6 +20,7 @@ from autotune.runtime._validate import (
     compile_problems,
     expect,
     scope_problems,
+    structure_problems,
     version_problems,
 )
 
@@ -45,6 +46,12 @@ _MODE_PRESETS: dict[str, dict[str, Any]] = {
 
 class ConfigError(ValueError):
     """A config (file, dict or object) breaks the schema; the message lists every problem."""
+
+
+class UnsafeKnobError(ConfigError):
+    """A config sets knobs that autotune never takes from data without an explicit opt-in:
+    they name a program, a compiler or its flags, a file or a folder, or turn on debug output
+    (see :mod:`autotune.runtime._safety`)."""
 
 
 class ScopeError(ConfigError):
@@ -213,6 +220,8 @@ class BestConfig:
             archive name, SHA-256, size and what it is valid for; None without one.
         aot: The AOTInductor package shipped beside the file (``autotune search --save-cache``),
             recorded like ``cache``; None without one.
+        signature: An HMAC over the entry by the key in ``$AUTOTUNE_SIGNING_KEY`` where the
+            file was written (see :mod:`autotune.runtime._signing`); None when unsigned.
         created_at: ISO 8601 UTC timestamp.
         schema_version: Version of this file format.
         autotune_version: Version of autotune that wrote the file.
@@ -229,6 +238,7 @@ class BestConfig:
     source: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] | None = None
     aot: dict[str, Any] | None = None
+    signature: dict[str, Any] | None = None
     created_at: str = field(default_factory=_utc_now)
     schema_version: int = SCHEMA_VERSION
     autotune_version: str = field(default_factory=_autotune_version)
@@ -247,15 +257,16 @@ class BestConfig:
         raw["config"] = None if self.config is None else self.config.to_dict()
         order = ["schema_version", "autotune_version", "decision", "reason", "config_hash"]
         order += ["config", "metrics", "environment", "model", "workload", "source", "cache"]
-        order += ["aot", "created_at"]
-        # A file without a cache or package has no such key: older autotune versions read it.
-        return {
-            key: _json_copy(raw[key]) for key in order if key not in ("cache", "aot") or raw[key]
-        }
+        order += ["aot", "created_at", "signature"]
+        # A file without a cache, package or signature has no such key: older autotune
+        # versions read it.
+        optional = ("cache", "aot", "signature")
+        return {key: _json_copy(raw[key]) for key in order if key not in optional or raw[key]}
 
     def to_json(self) -> str:
-        """Human-readable, diffable JSON (indent 2, trailing newline)."""
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+        """Human-readable, diffable JSON (indent 2, trailing newline); signed when
+        ``$AUTOTUNE_SIGNING_KEY`` is set."""
+        return json.dumps(_signed(self.to_dict()), indent=2, allow_nan=False) + "\n"
 
     @classmethod
     def from_dict(cls, d: Any, source: str = "<dict>") -> BestConfig:
@@ -279,7 +290,9 @@ class BestConfig:
         _raise_if(_all_best_problems(d, "best config"), f"invalid best-config {source}")
         config = None if d["config"] is None else _build_compile(d["config"])
         fields = {k: v for k, v in d.items() if k != "config"}
-        return cls(config=config, **_json_copy(fields))
+        best = cls(config=config, **_json_copy(fields))
+        _check_signature(best, source)
+        return best
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BestConfig:
@@ -294,6 +307,20 @@ class BestConfig:
     def dump(self, path: str | os.PathLike[str]) -> None:
         """Writes :meth:`to_json` atomically (a temporary file in the same folder, then rename)."""
         _write_atomically(Path(path), self.to_json())
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes, as hex."""
+    with open(path, "rb") as f:
+        return sha256_of_file(f)
+
+
+def sha256_of_file(f: BinaryIO) -> str:
+    """The SHA-256 of what is left to read in the open binary file ``f``, as hex."""
+    digest = hashlib.sha256()
+    while chunk := f.read(1 << 20):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def entry_key(best: BestConfig) -> tuple[str, str]:
@@ -349,6 +376,7 @@ class ConfigFile:
         """
         if not (isinstance(d, Mapping) and "entries" in d):
             return cls([BestConfig.from_dict(d, source)])
+        _raise_if(structure_problems(d, "best-config file"), f"invalid best-config {source}")
         problems = [
             f"{key}: unknown key; a file of several entries has only {', '.join(FILE_KEYS)}"
             for key in d
@@ -390,8 +418,14 @@ class ConfigFile:
         }
 
     def to_json(self) -> str:
-        """Human-readable, diffable JSON (indent 2, trailing newline)."""
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+        """Human-readable, diffable JSON (indent 2, trailing newline); each entry signed when
+        ``$AUTOTUNE_SIGNING_KEY`` is set."""
+        data = self.to_dict()
+        if len(self.entries) == 1:
+            data = _signed(data)
+        else:
+            data["entries"] = [_signed(entry) for entry in data["entries"]]
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         """Writes :meth:`to_json` atomically."""
@@ -416,8 +450,9 @@ class ConfigFile:
 def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
     """Writes ``best`` into the best-config file at ``path``: a new file, or the existing
     one with the entry for ``best``'s machine added or replaced (other machines' entries are
-    kept). The cache and package files of a replaced entry are deleted unless another entry
-    names them. Returns one line saying what was done.
+    kept). The cache and package files of a replaced entry are deleted when autotune wrote
+    them and nothing names them any more (:func:`delete_replaced`). Returns one line saying
+    what was done.
 
     Raises:
         ConfigError: ``path`` exists but is not a valid best-config file (nothing is written).
@@ -434,7 +469,7 @@ def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
             f"added the entry for {entry_label(best)} to {target} "
             f"({len(file.entries)} entries now)"
         )
-    delete_unnamed(target, file, [str(a["path"]) for a in (replaced.cache, replaced.aot) if a])
+    delete_replaced(target, file, [a for a in (replaced.cache, replaced.aot) if a])
     others = len(file.entries) - 1
     also = f"; its {others} other entr{'y' if others == 1 else 'ies'} kept" if others else ""
     return f"replaced the entry for {entry_label(best)} in {target}{also}"
@@ -458,13 +493,43 @@ def existing_file(path: str | os.PathLike[str]) -> ConfigFile | None:
         ) from e
 
 
-def delete_unnamed(path: str | os.PathLike[str], file: ConfigFile, names: list[str]) -> None:
-    """Deletes those of the artifact files ``names`` (beside ``path``) that no entry of
-    ``file`` names any more: a replaced entry's cache, or one written under an older name."""
+ARTIFACT_SUFFIXES = (".cache.tar.gz", ".pt2")
+
+
+def delete_replaced(
+    path: str | os.PathLike[str], file: ConfigFile, replaced: list[dict[str, Any]]
+) -> list[str]:
+    """Deletes the artifacts of a replaced entry (its ``cache`` and ``aot`` records) beside
+    ``path`` that autotune wrote and nothing names any more, and returns their names.
+
+    A file is deleted only when every one holds: no entry of ``file`` names it; its name is
+    one autotune gives artifacts of this best-config file (:func:`artifact_name`); it is a
+    regular file, not a link; and its content has the SHA-256 the replaced entry recorded.
+    Anything else beside the file (a database, a model, a file edited since) is left alone.
+    """
+    folder = Path(path).parent
     named = {str(a["path"]) for e in file.entries for a in (e.cache, e.aot) if a}
-    for name in names:
-        if name not in named:
-            (Path(path).parent / name).unlink(missing_ok=True)
+    deleted = []
+    for record in replaced:
+        name = str(record.get("path"))
+        candidate = folder / name
+        if name in named or not is_artifact_name(path, name):
+            continue
+        if candidate.is_symlink() or not candidate.is_file():
+            continue
+        if sha256_of(candidate) != record.get("sha256"):
+            continue
+        candidate.unlink()
+        deleted.append(name)
+    return deleted
+
+
+def is_artifact_name(config_path: str | os.PathLike[str], name: str) -> bool:
+    """Whether ``name`` is one :func:`artifact_name` gives an artifact of ``config_path``:
+    ``STEM.cache.tar.gz``, ``STEM.pt2``, or with a machine's slug between."""
+    stem = re.escape(Path(config_path).stem)
+    suffixes = "|".join(re.escape(s) for s in ARTIFACT_SUFFIXES)
+    return re.fullmatch(rf"{stem}(\.[a-z0-9-]+)?({suffixes})", name) is not None
 
 
 def _entries_problems(entries: list[BestConfig]) -> list[str]:
@@ -500,21 +565,64 @@ def _read_json(path: str | os.PathLike[str]) -> Any:
             f"best-config file {os.fspath(path)!r} is not valid JSON: {e.msg} at line "
             f"{e.lineno}, column {e.colno}"
         ) from None
+    except (ValueError, RecursionError) as e:  # an integer past Python's digits; deep nesting
+        why = f"holds an integer longer than Python reads ({sys.get_int_max_str_digits()} digits)"
+        if isinstance(e, RecursionError):
+            why = "nests too deeply"
+        raise ConfigError(
+            f"best-config file {os.fspath(path)!r} cannot be read: its JSON {why}; a "
+            "best-config file nests a few levels and holds ordinary numbers: regenerate it "
+            "with `autotune search`"
+        ) from None
 
 
 def _write_atomically(target: Path, text: str) -> None:
-    """A temporary file in the same folder, then rename: readers see the old or new file."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    """A temporary file in the same folder, fsync, then rename: readers see the old or new
+    file, never part of one."""
+    from autotune._atomic import write_text
+
+    write_text(target, text)
+
+
+# --- signatures (see _signing) ---
+
+
+def _signing_key() -> bytes | None:
+    from autotune.runtime import _signing
+
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        return _signing.key()
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _signed(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` (a JSON form) with a fresh signature when a signing key is set: the process
+    writing the file vouches for every entry it writes."""
+    secret = _signing_key()
+    if secret is None:
+        return entry
+    from autotune.runtime import _signing
+
+    return {**entry, "signature": _signing.sign(entry, secret)}
+
+
+def _check_signature(best: BestConfig, source: str) -> None:
+    """An entry signed with this process's key must still match its signature."""
+    secret = _signing_key() if best.signature else None
+    if secret is None:
+        return
+    from autotune.runtime import _signing
+
+    assert best.signature is not None
+    if best.signature.get("key_id") != _signing.key_id(secret):
+        return  # another key's: required signatures are checked where they are required
+    why = _signing.problem(best.to_dict(), secret)
+    if why is not None:
+        raise ConfigError(
+            f"best-config {source}: {why} (key {best.signature.get('key_id')}); it is not "
+            "used. Write it again with `autotune search`/`finalize`, or restore the file."
+        )
 
 
 # --- validation (the rules themselves live in _validate) ---
@@ -528,6 +636,9 @@ def _raise_if(problems: list[str], title: str) -> None:
 
 
 def _all_best_problems(d: Any, where: str) -> list[str]:
+    structure = structure_problems(d, where)
+    if structure:  # no rule may recurse into it
+        return structure
     problems = best_problems(d, where, SCHEMA_VERSION)
     return problems + (_decision_problems(d) if isinstance(d, Mapping) else [])
 

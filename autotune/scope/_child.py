@@ -12,11 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Any
 
+from autotune import _scratch
 from autotune.errors import UsageError
 from autotune.scope._tree import ModelTree
 from autotune.trials import _runner
@@ -46,8 +46,7 @@ def analyze_model_file(
             it outlived ``budget_s``; the message carries the reason.
     """
     spec = {"model_path": model_path, "device": device, "seed": seed}
-    with tempfile.TemporaryDirectory(prefix="autotune-scope-") as tmp:
-        folder = Path(tmp)
+    with _scratch.scratch_dir("scope-") as folder:
         (folder / "spec.json").write_text(json.dumps(spec))
         rc = _spawn(folder, budget_s)
         result = _read(folder / "result.json")
@@ -106,9 +105,9 @@ def _tail(path: Path) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    from autotune.trials._guard import die_with_parent
+    from autotune.trials._guard import kill_group_with_parent
 
-    die_with_parent()
+    kill_group_with_parent()
     spec = json.loads(Path(argv[1]).read_text())
     try:
         payload: dict[str, Any] = {"tree": _analyze(**spec).to_dict()}

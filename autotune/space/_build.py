@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.space import _graph, _presets
+from autotune.space import _graph, _presets, _unsafe
 from autotune.space._knob import Knob, did_you_mean, parse_knob
 from autotune.space._validate import (
     LAYERS,
     NUMERICS_LAYERS,
     knob_notes,
     knob_problems,
+    torch_config,
     vector_widths,
 )
 
@@ -24,6 +26,7 @@ TOP_KEYS = (
     "remove",
     "allow_numerics_changes",
     "presets",
+    _unsafe.KEY,
 )
 _NUMERICS_HINT = "pass --allow-numerics-changes (or set allow_numerics_changes = true) to search"
 
@@ -36,12 +39,21 @@ class Built:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     presets: list[_presets.Preset] = field(default_factory=list)
+    unsafe_knobs: tuple[str, ...] = ()  # knobs refused from data that the space opts into
 
 
-def build(raw: dict[str, Any], device: str, workload: str, allow_numerics: bool) -> Built:
-    """Parses and validates every knob of ``raw`` against the installed torch."""
+def build(
+    raw: dict[str, Any],
+    device: str,
+    workload: str,
+    allow_numerics: bool,
+    vouched: Collection[str] | None = None,
+) -> Built:
+    """Parses and validates every knob of ``raw`` against the installed torch; ``vouched``
+    as in :func:`autotune.space._unsafe.problems` (None: a file the user named)."""
     out = Built(problems=_top_problems(raw))
     broken: set[str] = set()
+    opted = _unsafe.declared(raw, out.problems)
     knobs = _parse_knobs(raw, out.problems, broken)
     context = make_context(device, workload, knobs)
     allowed = allow_numerics or raw.get("allow_numerics_changes") is True
@@ -52,6 +64,10 @@ def build(raw: dict[str, Any], device: str, workload: str, allow_numerics: bool)
         out.problems += found
         searched = possible and (allowed or not knob.numerics)
         out.notes += knob_notes(knob, device) if searched else []
+    unsafe, out.unsafe_knobs = _unsafe.problems(
+        [k for k in knobs if k.param not in broken], opted, vouched, _declared_type
+    )
+    out.problems += unsafe
     out.problems += _graph.condition_problems(knobs, broken)
     out.knobs = [k for k in knobs if allowed or not k.numerics]
     out.notes += _numerics_note(knobs, allowed) + _backend_note(knobs)
@@ -90,6 +106,13 @@ def _usable_presets(
         else:
             usable.append(preset)
     return usable, notes
+
+
+def _declared_type(layer: str, name: str) -> Any:
+    try:
+        return torch_config(layer).get_type(name)
+    except (AttributeError, KeyError):
+        return None
 
 
 def make_context(device: str, workload: str, knobs: list[Knob]) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def _merge(
                 _table(merged, key)[name] = knob
         elif key == "numerics" and isinstance(value, dict):
             _merge_numerics(merged, value)
-        elif key == "presets" and isinstance(as_table(base.get(key)), dict):
+        elif key == "presets" and _both_tables(as_table(base.get(key)), as_table(value) or {}):
             # by name: a child's preset replaces the base's of that name, new ones come after
             merged[key] = {**as_table(merged[key]), **(as_table(value) or {})}
         else:
@@ -59,6 +59,11 @@ def _merge(
     if not merged["numerics"]:
         del merged["numerics"]
     return merged, problems
+
+
+def _both_tables(base: Any, child: Any) -> bool:
+    """Two ``[presets]`` tables merge; anything else is the child's, refused by validation."""
+    return isinstance(base, dict) and isinstance(child, dict)
 
 
 def _merge_numerics(merged: dict[str, Any], numerics: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from autotune._toml import loads, undecodable
 from autotune.errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -36,6 +37,16 @@ def builtin_descriptions() -> dict[str, str]:
 def resolve(name_or_path: str, base_dir: Path | None = None) -> Path:
     """A path as given (relative to ``base_dir``, default the current folder), or the built-in
     space of that name."""
+    try:
+        return _find(name_or_path, base_dir)
+    except OSError as exc:  # a name longer than the file system takes, ...
+        raise SpaceError(
+            f"The search space {name_or_path[:80]!r} cannot be looked up ({exc.strerror}). Pass "
+            f"a TOML file or the name of a built-in space ({', '.join(builtin_names())})."
+        ) from exc
+
+
+def _find(name_or_path: str, base_dir: Path | None) -> Path:
     path = Path(name_or_path)
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
@@ -58,9 +69,13 @@ def resolve(name_or_path: str, base_dir: Path | None = None) -> Path:
 def read(path: Path) -> dict[str, Any]:
     """The TOML document of ``path``."""
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        return loads(path.read_bytes())
     except tomllib.TOMLDecodeError as exc:
         raise SpaceError(f"The search-space file {path} is not valid TOML: {exc}.") from exc
+    except (ValueError, RecursionError) as exc:  # not UTF-8, too long, too deep
+        raise SpaceError(
+            f"The search-space file {path} cannot be read as TOML ({undecodable(exc)}); fix "
+            "it: `autotune spaces --show cpu` prints a space to start from."
+        ) from exc
     except OSError as exc:
         raise SpaceError(f"The search-space file {path} cannot be read: {exc}.") from exc

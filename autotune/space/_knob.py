@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     import optuna
 
 TABLE_KEYS = ("choices", "low", "high", "step", "log", "when")
+# Every value of a range is checked, counted and offered to presets; past this many, a range
+# is a typo (a step too small) rather than a space anyone searches.
+MAX_RANGE_VALUES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,15 @@ def _range_problems(where: str, r: Range) -> list[str]:
         return [f"{where}: `low <= high` must hold, but got (low={r.low}, high={r.high})"]
     if not r.step > 0:
         return [f"{where}: `step > 0` must hold, but got step={r.step}"]
-    spans = (r.high - r.low) / r.step
+    try:
+        spans = (r.high - r.low) / r.step
+    except OverflowError:  # integers past what a float holds
+        spans = math.inf
+    if not spans < MAX_RANGE_VALUES:
+        return [
+            f"{where}: a range holds at most {MAX_RANGE_VALUES:,} values, but (low={r.low}, "
+            f"high={r.high}, step={r.step}) holds about {spans + 1:.3g}; narrow it or raise step"
+        ]
     if not math.isclose(spans, round(spans), abs_tol=1e-9):
         return [
             f"{where}: high - low must be a multiple of step, but got (low={r.low}, "
@@ -225,7 +236,9 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)  # a huge int does not fit a float
 
 
 def did_you_mean(name: str, known: Any, prefix: str = "") -> str:

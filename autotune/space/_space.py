@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.runtime.config import CompileConfig
-from autotune.space import _build, _extends, _file, _graph, _presets
+from autotune.space import _build, _extends, _file, _graph, _presets, _unsafe
 from autotune.space._file import SpaceError
 from autotune.space._knob import Knob
 from autotune.space._validate import NUMERICS_KNOBS, sets_numerics_knob
@@ -33,6 +34,8 @@ class SearchSpace:
         presets: The settings measured in every study, in order: each mode on its own, then
             the file's ``[presets]`` (see :mod:`autotune.space._presets`).
         preset_table: The file's ``[presets]`` table as written (``extends`` merged).
+        unsafe_knobs: Knobs refused from data that the space opts into (its ``[unsafe]``
+            table, honoured for a file the user named; see :mod:`autotune.space._unsafe`).
     """
 
     name: str
@@ -43,6 +46,7 @@ class SearchSpace:
     workload: str = "infer"
     presets: tuple[_presets.Preset, ...] = field(default=(), compare=False)
     preset_table: dict[str, Any] = field(default_factory=dict, compare=False)
+    unsafe_knobs: tuple[str, ...] = ()
 
     @property
     def searches_numerics(self) -> bool:
@@ -74,6 +78,8 @@ class SearchSpace:
             group.setdefault(knob.layer, {})[knob.name] = knob.to_value()
         if self.preset_table:  # a list: the order is kept where stored keys are sorted
             tables["presets"] = _presets.as_list(self.preset_table)
+        if self.unsafe_knobs:
+            tables[_unsafe.KEY] = {"knobs": list(self.unsafe_knobs)}
         return tables
 
     def content_hash(self) -> str:
@@ -166,7 +172,7 @@ def load_space(
     """
     path = _file.resolve(name_or_path)
     raw, problems = _extends.resolve(_file.read(path), path.parent)
-    return _make(raw, problems, device, str(path), workload, allow_numerics_changes)
+    return _make(raw, problems, device, str(path), workload, allow_numerics_changes, None)
 
 
 def space_from_dict(
@@ -176,15 +182,25 @@ def space_from_dict(
     *,
     workload: str = "infer",
     allow_numerics_changes: bool = False,
+    allow_unsafe_knobs: Collection[str] = (),
 ) -> SearchSpace:
-    """A space from its dict form (a stored :meth:`SearchSpace.to_dict`, or a parsed file whose
-    relative ``extends`` paths are taken from the current folder).
+    """A space from its dict form: a stored :meth:`SearchSpace.to_dict`, read from a study's
+    database row. Such data names no file: ``extends`` is refused (a stored space has it
+    merged already), and its ``[unsafe]`` table counts only for the knobs that
+    ``allow_unsafe_knobs`` (the operator's command line) names too.
 
     Raises:
         SpaceError: Listing every problem at once.
     """
-    resolved, problems = _extends.resolve(raw, Path.cwd())
-    return _make(resolved, problems, device, source, workload, allow_numerics_changes)
+    problems = []
+    if isinstance(raw, dict) and ("extends" in raw or "remove" in raw):
+        problems.append(
+            "extends/remove name other space files, which a space read from data may not; a "
+            "stored space has them merged already"
+        )
+        raw = {k: v for k, v in raw.items() if k not in ("extends", "remove")}
+    vouched = tuple(allow_unsafe_knobs)
+    return _make(raw, problems, device, source, workload, allow_numerics_changes, vouched)
 
 
 def _make(
@@ -194,8 +210,9 @@ def _make(
     source: str,
     workload: str,
     allow_numerics: bool,
+    vouched: Collection[str] | None,
 ) -> SearchSpace:
-    built = _build.build(raw, device, workload, allow_numerics)
+    built = _build.build(raw, device, workload, allow_numerics, vouched)
     problems = problems + built.problems
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
@@ -215,6 +232,7 @@ def _make(
         workload=workload,
         presets=tuple(built.presets),
         preset_table=dict(_presets.as_table(raw.get("presets")) or {}) if not problems else {},
+        unsafe_knobs=built.unsafe_knobs,
     )
 
 

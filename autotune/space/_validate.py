@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from autotune.runtime._safety import GEMM_BACKEND_LISTS, GEMM_BACKENDS
 from autotune.space import _types
 from autotune.space._knob import Knob, did_you_mean
 
@@ -64,8 +65,7 @@ _BOUNDS: dict[str, tuple[int | None, int | None]] = {
 _ONE_OF: dict[str, tuple[str, ...]] = {
     "inductor.cpp.enable_floating_point_contract_flag": ("off", "on", "fast"),
 }
-_BACKEND_LISTS = ("inductor.max_autotune_gemm_backends", "inductor.max_autotune_conv_backends")
-_GEMM_BACKENDS = ("ATEN", "TRITON", "CPP", "CUTLASS", "CUTEDSL", "NVGEMM", "CK", "CKTILE")
+_BACKEND_LISTS = GEMM_BACKEND_LISTS
 # Inductor knobs whose passes or code generators only run for GPUs; each is checked to change
 # no C++ code on a probe where it changes Triton code (tests/space_tests/test_knob_effect.py).
 _GPU_ONLY = frozenset(
@@ -227,9 +227,9 @@ def _backend_list(param: str, value: str) -> list[str]:
     names = [part.strip().upper() for part in value.split(",")]
     return [
         f"{param}: {name or '(empty)'!r} in {value!r} is not a GEMM backend; use a comma-"
-        f"separated list of {', '.join(_GEMM_BACKENDS)}{did_you_mean(name, _GEMM_BACKENDS)}"
+        f"separated list of {', '.join(GEMM_BACKENDS)}{did_you_mean(name, GEMM_BACKENDS)}"
         for name in names
-        if name not in _GEMM_BACKENDS
+        if name not in GEMM_BACKENDS
     ]
 
 

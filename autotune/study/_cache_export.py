@@ -14,19 +14,20 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from autotune._scratch import scratch_dir
 from autotune.errors import UsageError
 from autotune.runtime.config import (
     BestConfig,
     ConfigFile,
     artifact_name,
-    delete_unnamed,
+    delete_replaced,
     entry_label,
 )
+from autotune.trials._guard import run_child
 
 _TIMEOUT_S = 3600.0
 _TAIL = 1500
@@ -36,12 +37,13 @@ AOT_SUFFIX = ".pt2"
 
 def export_cache(
     best_path: str | os.PathLike[str],
-    model_path: str | None = None,
+    model_path: str | None,
     on_note: Callable[[str], None] = lambda note: None,
     timeout_s: float = _TIMEOUT_S,
     *,
     cache: bool = True,
     aot: bool = False,
+    allow_unsafe_knobs: bool | Collection[str] = False,
 ) -> BestConfig:
     """Packs the compile cache (``cache``) and the AOTInductor package (``aot``) of the
     entry of ``best_path`` for this machine beside the file, and records them in it; returns
@@ -50,10 +52,14 @@ def export_cache(
     A package is written only where the winner compiles the whole model as one graph, and only
     after it computed what eager computes on the study's inputs; otherwise a note says why.
 
+    ``model_path`` is the model file to run, named by the caller: the best-config file records
+    where the model was (``model.source``), but a file never names code for autotune to run.
+    ``allow_unsafe_knobs`` is passed to :func:`autotune.apply` in the compiling process.
+
     Raises:
         UsageError: The file decides not to compile, its workload is not inference, it has no
-            entry for this machine, the model file is not found, or compiling it in the
-            fresh process failed.
+            entry for this machine, no model file is named or it is not found, or compiling
+            it in the fresh process failed.
     """
     path = Path(best_path)
     file = ConfigFile.load(path)
@@ -70,17 +76,12 @@ def export_cache(
             f"{path} was tuned for {workload.get('kind')!r}: compile caches are exported for "
             "inference workloads only (a training step's backward graphs are not cached yet)."
         )
-    model = model_path or str(best.model.get("source") or "")
-    if not model or not Path(model).is_file():
-        raise UsageError(
-            f"The model file {model or '(none recorded)'} of {path} is not on this machine; "
-            "pass --model PATH with the file the study was run on."
-        )
+    model = _model_file(path, best, model_path)
     device = _device(best)
-    old = [str(a["path"]) for a in (best.cache if cache else None, best.aot if aot else None) if a]
+    old = [a for a in (best.cache if cache else None, best.aot if aot else None) if a]
     archive = path.with_name(artifact_name(path, best, CACHE_SUFFIX)) if cache else None
     package = path.with_name(artifact_name(path, best, AOT_SUFFIX)) if aot else None
-    with tempfile.TemporaryDirectory(prefix="autotune-cache-export-") as tmp:
+    with scratch_dir("cache-export-") as tmp:
         cache_dir = Path(tmp) / "inductor"
         env = {k: v for k, v in os.environ.items() if k != "TRITON_CACHE_DIR"}
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
@@ -91,10 +92,10 @@ def export_cache(
         # Inductor's FX graph cache key, so production then missed the shipped graphs.
         child = "autotune.runtime._cache_child"
         command = [sys.executable, "-m", child, str(path), str(index), model, device,
-                   str(package or ""), "1" if cache else "0"]  # fmt: skip
+                   str(package or ""), "1" if cache else "0",
+                   _allowed_arg(allow_unsafe_knobs)]  # fmt: skip
         try:
-            done = subprocess.run(command, env=env, capture_output=True, text=True,
-                                  timeout=timeout_s, check=False)  # fmt: skip
+            done = run_child(command, env=env, timeout_s=timeout_s)
         except subprocess.TimeoutExpired:
             raise UsageError(
                 f"Exporting the cache of {path} took over {timeout_s:.0f} s; nothing was written."
@@ -119,9 +120,34 @@ def export_cache(
         else:
             best.aot = None
             on_note(f"cache: no AOTInductor package was written: {facts.get('aot_skipped')}")
-    file.dump(path)
-    delete_unnamed(path, file, old)
+    file.dump(path)  # after the artifacts are in place: the hashes it records are theirs
+    for name in delete_replaced(path, file, old):
+        on_note(f"cache: deleted {path.parent / name}, which the replaced entry named")
     return best
+
+
+def _model_file(path: Path, best: BestConfig, model_path: str | None) -> str:
+    recorded = str(best.model.get("source") or "")
+    if not model_path:
+        hint = f" (it was tuned with {recorded})" if recorded else ""
+        raise UsageError(
+            f"Exporting the cache of {path} runs its model file to compile it, and a "
+            f"best-config file never names code for autotune to run{hint}: pass --model PATH "
+            "with the model file you trust."
+        )
+    if not Path(model_path).is_file():
+        raise UsageError(
+            f"The model file {model_path} is not there; pass --model PATH with the model file "
+            f"{path} was tuned on."
+        )
+    return str(Path(model_path).resolve())
+
+
+def _allowed_arg(allowed: bool | Collection[str]) -> str:
+    """The compiling process's ``allow_unsafe_knobs``, as one argument."""
+    if allowed is True:
+        return "*"
+    return ",".join(sorted(allowed or ()))
 
 
 def _note_written(
@@ -131,7 +157,8 @@ def _note_written(
     on_note(
         f"cache: wrote the {what} {where} ({entry['bytes'] / 2**20:.1f} MiB, sha256 "
         f"{entry['sha256'][:16]}…), valid for torch {valid_for.get('torch')} on "
-        f"{valid_for.get('device_name')}"
+        f"{valid_for.get('device_name')}: native code that runs when autotune.apply loads it, "
+        "so ship it only with the file that records its SHA-256"
     )
 
 

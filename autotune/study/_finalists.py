@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from autotune._deadline import Deadline
+from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.study._objective import Objective
 from autotune.study._records import candidates, pooled_measurements
 from autotune.study._settings import StudySettings
 from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
-_PREFIX = "autotune-finalist-"
+_PREFIX = "finalist-"
 
 
 @dataclass
@@ -97,9 +97,12 @@ def remeasure(
     runner: TrialRunner | None = None,
     on_result: OnResult = lambda record, run, result: None,
     deadline: Deadline = Deadline(),  # noqa: B008 - frozen
+    allow_unsafe_knobs: Collection[str] = (),
 ) -> list[Finalist]:
     """Runs every finalist cold, then every one warm in reverse order, each in a fresh process
-    with a private cache; ``on_result`` hears of each run as it ends (to record it).
+    with a private cache; ``on_result`` hears of each run as it ends (to record it). A
+    finalist's config comes from the study's records: the knobs refused from data that it may
+    set are those ``allow_unsafe_knobs`` (this process's operator) names, never the records'.
 
     The two passes make an ABBA order over processes: a config's speedup drifts with the
     machine's state over the minutes this takes (see benchmarks/results/process_variance_cpu.md),
@@ -132,7 +135,7 @@ def remeasure(
         specs = [
             settings.trial_spec(
                 r.config,
-                cache_dir=caches.enter_context(tempfile.TemporaryDirectory(prefix=_PREFIX)),
+                cache_dir=str(caches.enter_context(scratch_dir(_PREFIX))),
                 # the gate the search held this config to: a config found under
                 # --allow-numerics-changes is not failed now for the drift it was allowed
                 relaxed_numerics=r.relaxed_numerics,
@@ -141,6 +144,8 @@ def remeasure(
             )
             for r in finalists
         ]
+        allowed = list(allow_unsafe_knobs)
+        specs = [dataclasses.replace(s, allow_unsafe_knobs=allowed) for s in specs]
         cold = [run(r, spec, "cold") for r, spec in zip(finalists, specs, strict=True)]
         warm: dict[int, TrialResult] = {}
         for i in reversed(range(len(finalists))):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from autotune._deadline import Deadline, DeadlineReached
@@ -72,6 +72,7 @@ def finalize(
     for_device: str | None = None,
     trust_model_path: bool = False,
     allow_version_mismatch: bool = False,
+    allow_unsafe_knobs: Collection[str] = (),
 ) -> Decision:
     """Chooses the winner of ``study`` in ``storage`` and writes it to ``out``.
 
@@ -80,6 +81,10 @@ def finalize(
     finalists is recorded and ``remeasure_finalists`` is False; one process does so at a time
     (a claim in the storage). With too little of ``deadline`` left, the finalists are skipped
     and the choice is made on the search's measurements, with a note saying so.
+
+    Measuring finalists runs the model file ``model_path`` (the operator names it; the study's
+    row never does) and their configs with only the knobs refused from data that
+    ``allow_unsafe_knobs`` names (see :mod:`autotune.runtime._safety`).
 
     On a study whose trials ran on several kinds of hardware, only the trials of
     ``for_device`` (a device name, e.g. ``NVIDIA H100 80GB HBM3``; default: this machine's)
@@ -113,7 +118,9 @@ def finalize(
                 trust_model_path=trust_model_path,
                 allow_version_mismatch=allow_version_mismatch, on_note=on_note,
             )  # fmt: skip
-            finalists = _measure(store, study, chosen, local, runner, deadline, on_note)
+            finalists = _measure(
+                store, study, chosen, local, runner, deadline, on_note, allow_unsafe_knobs
+            )
     decision = _decide(records, settings, study, storage, finalists)
     decision.round = found
     decision.remeasured = finalists is not None and found is None
@@ -268,6 +275,7 @@ def _measure(
     runner: TrialRunner | None,
     deadline: Deadline,
     on_note: Callable[[str], None],
+    allow_unsafe_knobs: Collection[str] = (),
 ) -> list[Finalist] | None:
     """Measures a new round and records it as it goes; None when the deadline does not leave
     the time it needs (the decision is then made on the search's measurements)."""
@@ -298,8 +306,9 @@ def _measure(
 
     try:
         done = remeasure(
-            chosen, settings, on_note=on_note, runner=runner, on_result=record, deadline=deadline
-        )
+            chosen, settings, on_note=on_note, runner=runner, on_result=record,
+            deadline=deadline, allow_unsafe_knobs=allow_unsafe_knobs,
+        )  # fmt: skip
     except DeadlineReached as reached:
         on_note(f"finalists stopped: {reached}; the winner is chosen from the search's trials")
         return None

@@ -1,10 +1,13 @@
 """What a process must share with a study to run its trials: the device type, torch and
 triton, and the model file itself.
 
-The database is a trust boundary: whoever can write a study can point every worker at a file.
-A process runs the model file only when its SHA-256 is the one stored when the study was
-created (``--trust-model-path`` overrides, and says so), and reads nothing else from the
-database but JSON it validates; nothing from it is executed or unpickled.
+The database is a trust boundary: whoever can write a study's row could otherwise point every
+worker at a file. So the operator, not the database, names the code: a process runs only the
+model file its own command line names (``--model PATH``, or ``$AUTOTUNE_MODEL``), and only when
+that file's SHA-256 is the one stored when the study was created (``--trust-model-path``
+overrides the comparison, and says so). The stored path is never opened; the stored hash is
+compared with, never trusted alone. Nothing else read from the database is executed or
+unpickled: it is JSON, validated.
 """
 
 from __future__ import annotations
@@ -39,9 +42,24 @@ def device_type(device: str) -> str:
     return device.split(":", 1)[0]
 
 
-def local_model_path(settings: StudySettings, override: str | None) -> str:
-    """Where this process finds the model file: ``--model``, else where the study says."""
-    return str(Path(override).resolve()) if override else settings.model_path
+MODEL_ENV = "AUTOTUNE_MODEL"
+
+
+def local_model_path(study: str, settings: StudySettings, named: str | None) -> str:
+    """The model file this process runs: the one its operator named (``--model``); the study's
+    row only says where it was, for the message.
+
+    Raises:
+        UsageError: No file was named.
+    """
+    if named:
+        return str(Path(named).resolve())
+    raise UsageError(
+        f"This process would run the model file of study {study!r}, and autotune never runs a "
+        f"file because a database names it: pass --model PATH (or set ${MODEL_ENV}) with the "
+        f"model file you trust (the study was created with {settings.model_path}; its "
+        "content must be the study's)."
+    )
 
 
 def local_settings(
@@ -57,7 +75,7 @@ def local_settings(
     """The study's settings as this process runs them (its trials or its finalists): its
     device, and its model path (``--model``, else the study's), after the checks that it may
     (:func:`check_joining`)."""
-    path = local_model_path(settings, model_path)
+    path = local_model_path(study, settings, model_path)
     for note in check_joining(
         study, settings, path, device, trust_model_path=trust_model_path,
         allow_version_mismatch=allow_version_mismatch,
@@ -113,12 +131,22 @@ def _versions(study: str, settings: StudySettings, allowed: bool) -> list[str]:
 def _model(study: str, settings: StudySettings, model_path: str, trusted: bool) -> list[str]:
     if not Path(model_path).is_file():
         raise UsageError(
-            f"The model file of study {study!r} is not at {model_path} on this machine. Pass "
-            "--model PATH with where it is here (its content must be the study's)."
+            f"The model file {model_path} of study {study!r} is not there. Pass --model PATH "
+            "with where it is on this machine (its content must be the study's)."
         )
     expected = settings.model_sha256
     if expected is None:
-        return []
+        if trusted:
+            return [
+                f"note: study {study!r} records no SHA-256 of its model file; running "
+                f"{model_path}, the file this process was given"
+            ]
+        raise UsageError(
+            f"Study {study!r} records no SHA-256 of its model file, so {model_path} cannot be "
+            "checked to be the model its trials measured (a study row without one was made "
+            "by an old autotune, or edited). Pass --trust-model-path to run it anyway, or "
+            "create a new study."
+        )
     actual = model_sha256(model_path)
     if actual == expected:
         return []

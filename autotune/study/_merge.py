@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from autotune import _atomic as atomic
 from autotune.errors import UsageError
 from autotune.runtime.cache import sha256_of
 from autotune.runtime.config import (
@@ -73,9 +73,9 @@ def merge_files(
             setattr(entry, kind, {**artifact, "path": name})
     file = ConfigFile([entry for entry, _ in merged])
     target.parent.mkdir(parents=True, exist_ok=True)
-    for found, dest in copies:
+    for found, dest in copies:  # each in place before the file that records its hash
         if found.resolve() != dest.resolve():
-            shutil.copyfile(found, dest)
+            atomic.copy(found, dest)
     file.dump(target)
     labels = "; ".join(entry_label(e) for e in file.entries)
     on_note(f"wrote {target} with {len(file.entries)} entries: {labels}")

@@ -20,6 +20,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune._deadline import Deadline, DeadlineReached
+from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.runtime.config import CompileConfig
@@ -95,8 +96,13 @@ class SearchRequest:
         deadline: This run's wall-clock limit (``--timeout``): probes, trials and finalists.
         device: Where this process runs its trials (default: the study's device); a study
             on ``cuda`` takes workers on any CUDA device.
-        model_path: Where the model file is on this machine (default: where the study says).
+        model_path: The model file this process runs, named by its operator (the study's row
+            only says where it was: a process that runs trials and names none is refused).
         trust_model_path: Run the model file even if its content differs from the study's.
+        allow_unsafe_knobs: The knobs refused from data (see :mod:`autotune.runtime._safety`)
+            that this process's operator vouches for: those of the space file it was given,
+            or the command line's --allow-unsafe-knob. The stored space's [unsafe] table
+            counts only for knobs named here.
         allow_version_mismatch: Join even if this torch or triton differs from the study's.
         cache_limit_bytes: Past this, the kernel cache's oldest files are removed.
         warm_start: An earlier study to start from (``--warm-start-from``), borrowed once.
@@ -112,6 +118,7 @@ class SearchRequest:
     model_path: str | None = None
     trust_model_path: bool = False
     allow_version_mismatch: bool = False
+    allow_unsafe_knobs: tuple[str, ...] = ()
     cache_limit_bytes: int = DEFAULT_LIMIT_BYTES
     warm_start: WarmStart | None = None
 
@@ -153,6 +160,7 @@ class Search:
             self.local.device,
             source=f"study {request.study_name}",
             workload=self.settings.workload,
+            allow_unsafe_knobs=request.allow_unsafe_knobs,
         )
         self.objective = Objective.of(self.settings)
         self.worker_id = -1
@@ -174,7 +182,9 @@ class Search:
         try:
             self._run()
         except BaseException as exc:
-            self.ended = f"{type(exc).__name__}: {exc}"[:255] if str(exc) else type(exc).__name__
+            # stored in the database and shown: no password of a URL in the message
+            ended = f"{type(exc).__name__}: {mask_text(str(exc))}" if str(exc) else ""
+            self.ended = ended[:255] or type(exc).__name__
             raise
         finally:
             self._db(lambda: self.records.stop_worker(self.worker_id, self.ended))
@@ -214,7 +224,7 @@ class Search:
                 self._fail(early)
             if not isinstance(exc, DeadlineReached):
                 raise
-            self._note_once(f"stopping: {exc}")
+            self._note_once(f"stopping: {mask_text(str(exc))}")
             self.ended = "timeout"
             return
         if early is not None:
@@ -583,6 +593,7 @@ class Search:
             batch_size=batch,
             budget_s=budget,
         )
+        spec = dataclasses.replace(spec, allow_unsafe_knobs=list(self.space.unsafe_knobs))
         if self.phase_dir is None:
             return spec
         path = os.path.join(self.phase_dir, f"trial-{number}.phase")
@@ -742,11 +753,17 @@ class Search:
         """The study's settings as this process runs them: its own device and model path,
         after the checks that it may join (same torch and triton, same model file)."""
         # A worker that names no device takes the study's kind: CUDA_VISIBLE_DEVICES says which.
-        joining = self.request.settings is None
+        requested = self.request.settings
+        joining = requested is None
         stored = device_type(self.settings.device) if joining else self.settings.device
+        # The model file is the one this process was given: --model, else the settings its
+        # caller built from its own file; never the path the database holds.
+        model = self.request.model_path or (requested.model_path if requested else None)
+        # A study its own caller made without a hash (the Python API) runs the caller's file.
+        unhashed = requested is not None and self.settings.model_sha256 is None
         return local_settings(
-            self._name, self.settings, self.request.device or stored, self.request.model_path,
-            trust_model_path=self.request.trust_model_path,
+            self._name, self.settings, self.request.device or stored, model,
+            trust_model_path=self.request.trust_model_path or unhashed,
             allow_version_mismatch=self.request.allow_version_mismatch, on_note=self.on_note,
         )  # fmt: skip
 

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.errors import UsageError
+from autotune.records import StudyRowError
+from autotune.records._studies import SETTINGS_REMEDY, SETTINGS_ROW, settings_dict
+from autotune.study._settings_check import measure_settings, setting_problems
 from autotune.trials import MeasureSettings, TrialSpec
 from autotune.trials._spec import DEFAULT_PRECISION
 
@@ -133,10 +136,36 @@ class StudySettings:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StudySettings:
+    def from_dict(cls, data: Any, study: str | None = None) -> StudySettings:
+        """The settings ``data`` (:meth:`to_dict`'s, as stored with study ``study``; default:
+        the study the records read them from) hold, each checked by the command line's rules
+        for its option; settings that a newer autotune added are left out.
+
+        Raises:
+            StudyRowError: Settings are missing, of the wrong type or break their rule (all
+                of them named, with their values).
+        """
+        problems = setting_problems(data)
+        if problems:
+            study = study or getattr(data, "study", None)
+            raise StudyRowError(study, SETTINGS_ROW, problems, SETTINGS_REMEDY)
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in data.items() if k in names}
-        return cls(**{**known, "measure": MeasureSettings(**data["measure"])})
+        return cls(**{**known, "measure": measure_settings(data["measure"])})
+
+
+def settings_from_row(study: str, text: Any) -> StudySettings:
+    """The settings of study ``study`` from the JSON text of its row
+    (``autotune_studies.settings_json``), checked as :meth:`StudySettings.from_dict` checks
+    them: what every read of a study's settings (studies, report, export, a worker joining,
+    finalize) goes through.
+
+    Raises:
+        StudyRowError: The only exception for bad input: the text is not a JSON object, or
+            its settings break their rules; the message names the study, every bad setting
+            and its value, and the remedy.
+    """
+    return StudySettings.from_dict(settings_dict(study, text), study)
 
 
 def settle(
@@ -209,4 +238,11 @@ def _show(settings: StudySettings, name: str) -> str:
     return repr(value)
 
 
-__all__ = ["CHANGEABLE", "OPTIONS", "StudySettings", "settle"]
+__all__ = [
+    "CHANGEABLE",
+    "OPTIONS",
+    "StudyRowError",
+    "StudySettings",
+    "settings_from_row",
+    "settle",
+]

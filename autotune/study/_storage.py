@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from autotune._secrets import mask_text
 from autotune.errors import UsageError
 
 HEARTBEAT_S = 30
@@ -79,22 +80,34 @@ def retrying(
         delay = min(2 * delay, _RETRY_MAX_S)
 
 
-def open_optuna_storage(url: str) -> Any:
-    """An RDBStorage with heartbeats: a trial whose process died is failed and retried."""
+def open_optuna_storage(url: str, read_only: bool = False) -> Any:
+    """An RDBStorage with heartbeats: a trial whose process died is failed and retried.
+
+    With ``read_only`` (reports), nothing is created or written: Optuna's tables must be
+    there already, a SQLite file is opened read-only and a PostgreSQL session refuses writes.
+    """
     import optuna
     from optuna.storages import RDBStorage
 
-    from autotune.records import engine_options, redact_url
-    from autotune.records._engine import POSTGRES_INSTALL, reason
+    from autotune.records import engine_options, read_only_url, redact_url
+    from autotune.records._engine import POSTGRES_INSTALL, parse_url, reason
 
+    parse_url(url)  # a malformed URL (an unencoded "@" in the password) is said here
+    target, extra = url, dict[str, Any]()
+    if read_only:
+        target, extra = read_only_url(url), {"skip_table_creation": True}
+        _require_optuna_tables(url, target)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return RDBStorage(url, engine_kwargs=engine_options(url), **_heartbeat_kwargs())
+            return RDBStorage(
+                target, engine_kwargs=engine_options(target, read_only),
+                **extra, **_heartbeat_kwargs(),
+            )  # fmt: skip
     except (ImportError, ModuleNotFoundError) as exc:
         raise UsageError(
             f"The storage {redact_url(url)} needs a database driver that is not installed "
-            f"({exc}). For PostgreSQL: {POSTGRES_INSTALL}."
+            f"({mask_text(exc, [url])}). For PostgreSQL: {POSTGRES_INSTALL}."
         ) from exc
     except Exception as exc:  # SQLAlchemy's argument and connection errors
         raise UsageError(
@@ -104,6 +117,30 @@ def open_optuna_storage(url: str) -> Any:
         ) from exc
     finally:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+# Optuna's tables a reader needs: without them, RDBStorage would create them.
+OPTUNA_TABLES = ("studies", "trials", "version_info", "alembic_version")
+
+
+def _require_optuna_tables(url: str, target: str) -> None:
+    import sqlalchemy as sa
+
+    from autotune.records import EmptyStorageError, redact_url
+    from autotune.records._engine import create_engine, ping
+
+    engine = create_engine(url, target, read_only=True)
+    try:
+        ping(engine, url)
+        missing = [t for t in OPTUNA_TABLES if t not in sa.inspect(engine).get_table_names()]
+    finally:
+        engine.dispose()
+    if missing:
+        raise EmptyStorageError(
+            f"The storage {redact_url(url)} holds no Optuna study: Optuna's tables "
+            f"{', '.join(missing)} are missing, and this command only reads. Pass --storage "
+            "with the URL the study was run with (or set $AUTOTUNE_STORAGE)."
+        )
 
 
 def _heartbeat_kwargs() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from autotune.trials._spec import TrialResult, TrialSpec
 
 
 def main(argv: list[str]) -> int:
-    _guard.die_with_parent()
+    _guard.kill_group_with_parent()
     execute(Path(argv[1]), Path(argv[2]))
     # Skip interpreter teardown: a wedged compiler pool must not keep the trial alive.
     os._exit(0)

@@ -81,7 +81,7 @@ def _become_trial(request: dict[str, Any], reply: TextIO) -> None:
         from autotune.trials import _guard
         from autotune.trials._child import execute
 
-        _guard.die_with_parent()
+        _guard.kill_group_with_parent()
         execute(Path(request["spec"]), Path(request["result"]))
         code = 0
     except BaseException:

@@ -303,7 +303,8 @@ def _compile(
         return _Target(work.model, measure.clone_outputs(_sweep(work.model, work.calls))), None
     try:
         whole = config.scope.compile == ("",) and not config.scope.disable
-        compiled = compile_module(work.model if whole else copy.deepcopy(work.model), config)
+        model = work.model if whole else copy.deepcopy(work.model)
+        compiled = compile_module(model, config, allow_unsafe_knobs=spec.allow_unsafe_knobs)
         outputs, total = [], 0.0
         for call in work.calls:
             out, seconds = measure.time_first_call(partial(_one, compiled, call), spec.device)

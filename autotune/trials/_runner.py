@@ -12,12 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Protocol
 
+from autotune import _scratch
 from autotune.trials._spec import TrialResult, TrialSpec
 
 _TAIL_CHARS = 4000
@@ -56,8 +56,7 @@ class SubprocessRunner:
 
     def run(self, spec: TrialSpec) -> TrialResult:
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="autotune-trial-") as tmp:
-            folder = Path(tmp)
+        with _scratch.scratch_dir("trial-") as folder:
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             rc, timed_out = self._spawn(spec, folder)
             result = outcome(folder, rc, timed_out, spec.budget_s)
@@ -119,8 +118,9 @@ def kill_group(pgid: int) -> None:
 
 
 def child_env(cores: list[int] | None = None) -> dict[str, str]:
-    """The environment of a trial process: ours, with autotune importable and its cores."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    """The environment of a trial process: ours, with autotune importable, our scratch root
+    and its cores."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **_scratch.run_root_env())
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     if cores:

@@ -72,6 +72,9 @@ class TrialSpec:
     # Code identities already measured in the study, to the trial that measured them: a trial
     # that generates one of them is not timed (see autotune.trials._code).
     known_code: dict[str, int] = field(default_factory=dict)
+    # Knobs refused from data that the config may set anyway (``inductor.cpp.cxx``): named by
+    # the operator (a space's [unsafe] table, --allow-unsafe-knob), never by a database row.
+    allow_unsafe_knobs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

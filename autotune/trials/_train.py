@@ -94,6 +94,7 @@ class TrainWork:
     seed: int
     eager: Stepper | None = None
     reference: list[StepRecord] = dataclasses.field(default_factory=list)
+    allow_unsafe_knobs: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def draws_random(self) -> bool:
@@ -110,6 +111,7 @@ def setup(spec: TrialSpec) -> TrainWork:
         torch.manual_seed(spec.seed)
         calls = build_calls(module, spec.device, spec.batch_size)
         work = TrainWork(module, model, calls, loss_function(module), spec.seed)
+        work.allow_unsafe_knobs = list(spec.allow_unsafe_knobs)
         work.eager = stepper(work, None)
         work.reference = [_first(work.eager, call) for call in calls]
     except Exception as exc:
@@ -123,7 +125,8 @@ def stepper(work: TrainWork, config: CompileConfig | None) -> Stepper:
     model = copy.deepcopy(work.model)
     params = dict(model.named_parameters())  # names before compiling adds `_orig_mod.`
     optimizer = build_optimizer(work.module, model)
-    fn = compile_module(model, config) if config is not None else model
+    allowed = work.allow_unsafe_knobs
+    fn = compile_module(model, config, allow_unsafe_knobs=allowed) if config is not None else model
     return Stepper(fn, params, optimizer, work.loss_fn, work.seed)
 
 

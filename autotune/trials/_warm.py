@@ -13,11 +13,11 @@ import os
 import select
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from autotune import _scratch
 from autotune.trials import _runner
 from autotune.trials._spec import TrialResult, TrialSpec
 
@@ -116,8 +116,7 @@ class WarmHostRunner:
 
     def run(self, spec: TrialSpec) -> TrialResult:
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="autotune-trial-") as tmp:
-            folder = Path(tmp)
+        with _scratch.scratch_dir("trial-") as folder:
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             try:
                 rc, timed_out = self._run_in_host(spec, folder)
@@ -155,7 +154,7 @@ class WarmHostRunner:
             self.close()
         if self._host is None:
             env = {**_runner.child_env(self.cores), **_runner.cache_env(spec)}
-            folder = Path(self.log_dir or spec.cache_dir or tempfile.gettempdir())
+            folder = Path(self.log_dir or spec.cache_dir or _scratch.run_root())
             folder.mkdir(parents=True, exist_ok=True)
             log = folder / f"autotune-host-{os.getpid()}.log"
             self._host, self._host_cache = _Host(self.python, env, log), spec.cache_dir

@@ -8,11 +8,11 @@ compile time is the cold one a new machine pays. The verdict rules are in :func:
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 
+from autotune._scratch import scratch_dir
 from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
@@ -38,6 +38,7 @@ def verify(
     tolerance: float = DEFAULT_TOLERANCE,
     default: CompileConfig | None = CompileConfig(),  # noqa: B008 - frozen, never mutated
     on_trial: OnTrial | None = None,
+    allow_unsafe_knobs: Collection[str] = (),
 ) -> VerifyReport:
     """Re-measures ``best`` on this machine and judges its claims.
 
@@ -57,10 +58,14 @@ def verify(
         default: The default-compile reference; ``None`` skips it (then nothing is checked
             against it, and a ``do_not_compile`` file cannot be verified).
         on_trial: Called with (repeat, measurement, result) after each trial.
+        allow_unsafe_knobs: The knobs refused from data (``inductor.cpp.cxx``, ...) that the
+            file's config may set: the caller vouches for them (see :func:`autotune.apply`).
 
     Raises:
-        UsageError: Eager itself fails on this machine, or nothing is left to verify.
+        UsageError: Eager itself fails on this machine, nothing is left to verify, or the
+            config sets knobs refused from data that ``allow_unsafe_knobs`` does not name.
     """
+    _refuse_unsafe(best, allow_unsafe_knobs)
     device = device or str(best.workload.get("device") or "cpu")
     plan = plan_measurements(best, default)
     base = TrialSpec(
@@ -71,6 +76,7 @@ def verify(
         seed=seed,
         budget_s=budget_s,
         measure=MeasureSettings(target_seconds=measure_seconds).precise(precision),
+        allow_unsafe_knobs=list(allow_unsafe_knobs),
     )
     measured = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
     return build_report(best, device, measured, tolerance)
@@ -134,14 +140,25 @@ def _run_cold(
     runner: TrialRunner, base: TrialSpec, config: CompileConfig | None, relaxed: bool
 ) -> TrialResult:
     """One trial in a private, empty kernel cache: its compile time is the cold one."""
-    with tempfile.TemporaryDirectory(prefix="autotune-verify-") as cache:
+    with scratch_dir("verify-") as cache:
         spec = replace(
             base,
             config=config.to_dict() if config is not None else None,
-            cache_dir=cache,
+            cache_dir=str(cache),
             relaxed_numerics=relaxed,
         )
         return runner.run(spec)
+
+
+def _refuse_unsafe(best: BestConfig, allowed: Collection[str]) -> None:
+    from autotune.runtime import _safety
+
+    if best.config is None:
+        return
+    lines = _safety.problems(best.config.options, best.config.dynamo, allowed)
+    if lines:
+        what = f"The file's config {best.config_hash}"
+        raise UsageError(_safety.explain(lines, what, "pass --allow-unsafe-knob KNOB for each"))
 
 
 def _relaxed(best: BestConfig) -> bool:

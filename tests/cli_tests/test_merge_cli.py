@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from autotune.cli import main
@@ -85,3 +86,25 @@ def test_the_later_file_wins_for_the_same_machine(tmp_path, capsys):
     (entry,) = ConfigFile.load(out).entries
     assert entry.environment["host"] == "other"
     assert main(["merge", str(first), str(tmp_path / "missing.json"), "-o", str(out)]) == 2
+
+
+def test_a_merge_that_dies_mid_copy_leaves_the_deployed_files_as_they_were(tmp_path, monkeypatch):
+    """A copy used to be written onto the artifact's final name: one cut short left a truncated
+    archive that the deployed file's SHA-256 no longer matched."""
+    from autotune import _atomic
+
+    a = _file(tmp_path / "a", "CPU A")
+    out = tmp_path / "deploy" / "fleet.json"
+    assert main(["merge", str(a), "-o", str(out)]) == 0
+    deployed = {p.name: p.read_bytes() for p in out.parent.iterdir()}
+    b = _file(tmp_path / "b", "CPU A")  # the same machine again: its cache replaces a's
+
+    def dies(source: Any, target: Any) -> None:
+        Path(target).write_bytes(Path(source).read_bytes()[:10])
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(_atomic.shutil, "copyfile", dies)
+    with pytest.raises(OSError, match="No space left"):
+        main(["merge", str(b), "-o", str(out)])
+
+    assert {p.name: p.read_bytes() for p in out.parent.iterdir()} == deployed

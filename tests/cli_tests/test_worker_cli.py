@@ -93,7 +93,7 @@ def test_search_and_two_workers_finish_the_budget_while_one_is_killed_mid_trial(
     out = tmp_path / "best_config.json"
     search = create(postgres_url, model_file("slow"), space_file("aot_eager_16"), 8, out,
                     "--measure-seconds", "3", "--finalists", "1", environ=environ)  # fmt: skip
-    workers = [worker(postgres_url, environ) for _ in range(2)]
+    workers = [worker(postgres_url, environ, "--model", model_file("slow")) for _ in range(2)]
     try:
         killed, orphans = _kill_mid_trial(postgres_url, workers[0])
         code, printed = finish(search)
@@ -155,7 +155,7 @@ def test_workers_ride_out_a_database_restart(tmp_path, model_file, space_file):
                       tmp_path / "b.json", "--no-worker", environ=environ)  # fmt: skip
         code, out = finish(made)
         assert code == 0 and "no trial ran (--no-worker)" in out, out
-        workers = [worker(cluster.url, environ) for _ in range(2)]
+        workers = [worker(cluster.url, environ, "--model", model_file("tiny")) for _ in range(2)]
         try:
             assert wait_for(lambda: _recorded(cluster.url) >= 3, 120)
             cluster.stop()  # a crash: connections cut, then refused while it is down
@@ -186,7 +186,7 @@ def test_sigterm_fails_the_running_trial_and_the_worker_exits_0(tmp_path, model_
     environ = scripted_env(pause_s=60.0)
     assert finish(create(storage, model_file("tiny"), space_file("aot_eager"), 4,
                          tmp_path / "b.json", "--no-worker", environ=environ))[0] == 0  # fmt: skip
-    proc = worker(storage, environ)
+    proc = worker(storage, environ, "--model", model_file("tiny"))
     try:
         assert wait_for(lambda: _running(storage), 60), "no trial started"
         proc.send_signal(signal.SIGTERM)
@@ -216,7 +216,8 @@ def test_workers_on_one_sqlite_file_never_measure_a_configuration_twice(
     environ = scripted_env(pause_s=0.5)
     assert finish(create(storage, model_file("tiny"), space_file("aot_eager"), 10,
                          tmp_path / "b.json", "--no-worker", environ=environ))[0] == 0  # fmt: skip
-    outs = [finish(p) for p in [worker(storage, environ) for _ in range(2)]]
+    tiny = model_file("tiny")
+    outs = [finish(p) for p in [worker(storage, environ, "--model", tiny) for _ in range(2)]]
     assert [code for code, _ in outs] == [0, 0], outs
     with RecordStore(storage) as store:
         records = store.trials("w")
@@ -229,19 +230,22 @@ def test_no_worker_creates_the_study_and_a_worker_needs_only_its_name(
     tmp_path, model_file, space_file, capsys, monkeypatch
 ):
     storage = f"sqlite:///{tmp_path}/w.db"
+    tiny = model_file("tiny")
     runs = scripted.use(monkeypatch, scripted.by_config(default=1.5))
     assert main(["search", model_file("tiny"), "--storage", storage, "--study", "w",
                  "--space", space_file("aot_eager"), "--scope", "whole", "--device", "cpu",
                  "--trials", "2", "--seed", "5", "--no-worker"]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert runs == [] and f"autotune worker --study w --storage {storage}" in out
-    assert main(["worker", "--study", "w", "--storage", storage]) == 0
+    assert runs == [] and f"autotune worker --study w --storage {storage} --model " in out
+    assert main(["worker", "--study", "w", "--storage", storage]) == 2  # names no model file
+    assert "pass --model PATH" in capsys.readouterr().err and runs == []
+    assert main(["worker", "--study", "w", "--storage", storage, "--model", tiny]) == 0
     printed = capsys.readouterr().out
     assert "worker for study 'w' (0 of 2 trials done)" in printed
     assert printed.rstrip().endswith("worker done: budget met")
     assert [spec.config is None for spec in runs[:1]] == [True]  # the eager baseline first
     assert {spec.seed for spec in runs} == {5}  # the study's settings, not the defaults
-    assert main(["finalize", "--study", "w", "--storage", storage,
+    assert main(["finalize", "--study", "w", "--storage", storage, "--model", tiny,
                  "--out", str(tmp_path / "b.json")]) == 0  # fmt: skip
     assert autotune.load(tmp_path / "b.json").workload["seed"] == 5
 
@@ -261,11 +265,11 @@ def test_a_worker_without_its_study_or_with_another_model_file_is_refused(
                  space_file("aot_eager"), "--device", "cpu", "--no-worker"]) == 0  # fmt: skip
     model.write_text(model.read_text() + "\nprint('changed')\n")
     capsys.readouterr()
-    assert main(["worker", "--study", "w", "--storage", storage]) == 2
+    assert main(["worker", "--study", "w", "--storage", storage, "--model", str(model)]) == 2
     err = capsys.readouterr().err
     assert "is not the one study 'w' was created with" in err and "Traceback" not in err
-    assert main(["worker", "--study", "w", "--storage", storage, "--trust-model-path",
-                 "--timeout", "0.001"]) == 0  # fmt: skip
+    assert main(["worker", "--study", "w", "--storage", storage, "--model", str(model),
+                 "--trust-model-path", "--timeout", "0.001"]) == 0  # fmt: skip
 
 
 def test_a_password_in_the_storage_url_is_never_printed(capsys, monkeypatch):
@@ -311,5 +315,6 @@ def test_a_quiet_worker_prints_only_that_it_is_done(
                  "--space", space_file("aot_eager"), "--scope", "whole", "--device", "cpu",
                  "--trials", "2", "--no-worker"]) == 0  # fmt: skip
     capsys.readouterr()
-    assert main(["worker", "--study", "w", "--storage", storage, "--quiet"]) == 0
+    tiny = model_file("tiny")
+    assert main(["worker", "--study", "w", "--storage", storage, "--model", tiny, "--quiet"]) == 0
     assert capsys.readouterr().out == "worker done: budget met\n" and len(runs) == 4

@@ -45,3 +45,27 @@ def test_parquet_keeps_times_with_their_time_zone(study_storage, tmp_path):
 
     assert str(schema.field("started_at").type) == "timestamp[us, tz=UTC]"
     assert str(schema.field("speedup_vs_eager").type) == "double"
+
+
+@pytest.mark.parametrize(("fmt", "writer"), [("parquet", "pyarrow.parquet.write_table"),
+                                             ("csv", "pyarrow.csv.write_csv")])  # fmt: skip
+def test_a_writer_that_fails_midway_leaves_the_existing_file_whole(
+    study_storage, tmp_path, monkeypatch, fmt, writer
+):
+    data = load_study_data(study_storage, STUDY, importance=False)
+    (tmp_path / "out").mkdir()
+    path = tmp_path / "out" / f"s.{fmt}"
+    export_study(data, path, fmt)
+    before = path.read_bytes()
+
+    def half_then_full_disk(table, where, *args, **kwargs):
+        with open(where, "wb") as f:
+            f.write(b"PAR1 half a file")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer, half_then_full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        export_study(data, path, fmt)
+
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left

@@ -87,3 +87,21 @@ def test_the_history_leaves_out_the_priors_a_warm_start_told_and_keeps_trial_num
     own, numbers = _own_trials(study)
     assert [t.value for t in own.trials] == [1.1, 1.4]
     assert numbers == [2, 3]
+
+
+def test_a_page_that_fails_to_write_leaves_the_existing_page_whole(
+    study_storage, tmp_path, monkeypatch
+):
+    (tmp_path / "out").mkdir()
+    path = tmp_path / "out" / "report.html"
+    path.write_text("<html>the report of yesterday</html>")
+    # A lone surrogate cannot be encoded: the write fails after the page was begun.
+    monkeypatch.setattr(
+        "autotune.reports.html.render_html", lambda data: "<html>" + "x" * 100_000 + "\ud800"
+    )
+
+    with pytest.raises(UnicodeEncodeError):
+        write_html(load_study_data(study_storage, STUDY, importance=False), path)
+
+    assert path.read_text() == "<html>the report of yesterday</html>"
+    assert [p.name for p in path.parent.iterdir()] == ["report.html"]

@@ -85,7 +85,7 @@ def finished_search(tmp_path, model_file, space_file, monkeypatch) -> Search:
     scripted.use(monkeypatch, recompiling)
     code, storage = study(tmp_path, model_file, space_file, "--trials", "2")
     assert code == 0
-    return Search(SearchRequest("s", storage, None))
+    return Search(SearchRequest("s", storage, None, model_path=model_file("tiny")))
 
 
 def test_the_live_panel_shows_the_study_the_phase_the_best_and_the_failures(finished_search):

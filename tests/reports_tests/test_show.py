@@ -74,3 +74,44 @@ def test_a_do_not_compile_file_says_so(tmp_path, capsys):
     text = render(explain(best, "f.json"))
 
     assert "do not compile: serve the model eager" in text and "Scope" not in text
+
+
+def test_a_password_a_file_carries_in_its_storage_is_not_shown(tmp_path, capsys):
+    """A file written before storage URLs were masked whole may hold a password in the
+    URL's query string; `autotune show` masks it, in words and as JSON."""
+    best = _best()
+    best.source["storage"] = "postgresql+psycopg://u:hunter2@db/x?sslpassword=k3yk3y"
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps(best.to_dict()))
+
+    assert main(["show", str(path)]) == 0
+    assert main(["show", str(path), "--json"]) == 0
+
+    out = capsys.readouterr().out
+    assert "postgresql+psycopg://u:***@db/x?sslpassword=***" in out
+    assert "hunter2" not in out and "k3yk3y" not in out
+
+
+def test_show_names_unsafe_knobs_and_says_shipped_artifacts_are_native_code(tmp_path, capsys):
+    from autotune.cli import main
+    from autotune.runtime import BestConfig, CompileConfig
+    from autotune.runtime.cache import pack
+
+    (tmp_path / "filled").mkdir()
+    (tmp_path / "filled" / "k.so").write_bytes(b"x")
+    cache = {**pack(tmp_path / "filled", tmp_path / "best.cache.tar.gz"), "valid_for": {}}
+    config = CompileConfig(options={"cpp.cxx": [None, "/opt/g++"]})
+    BestConfig(decision="compile", reason="r", config=config, cache=cache).dump(
+        tmp_path / "best.json"
+    )
+
+    assert main(["show", str(tmp_path / "best.json")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Unsafe knobs:" in text and "options.cpp.cxx: names a program" in text
+    assert "Native code: the cache and the package hold pickles and shared objects" in text
+
+    with open(tmp_path / "best.cache.tar.gz", "ab") as f:
+        f.write(b"\0")
+    assert main(["show", str(tmp_path / "best.json")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "its SHA-256 is not the one recorded" in text and "never loaded" in text

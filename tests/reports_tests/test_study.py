@@ -54,7 +54,7 @@ def test_a_missing_sqlite_file_is_refused_not_created(tmp_path):
     path = tmp_path / "typo.db"
 
     with pytest.raises(UsageError, match="does not exist"):
-        load_study_data(f"sqlite:///{path}", STUDY, must_exist=True)
+        load_study_data(f"sqlite:///{path}", STUDY)
 
     assert not path.exists()
 
@@ -110,3 +110,21 @@ def test_a_study_on_postgresql_reads_back_and_exports(
     assert export_study(data, tmp_path / "pg.parquet") == len(data.rows)
     ((count,),) = duckdb.sql(f"SELECT count(*) FROM '{tmp_path / 'pg.parquet'}'").fetchall()
     assert count == len(data.rows)
+
+
+def test_a_password_in_the_storage_url_shows_nowhere_in_what_the_reports_print(
+    study_storage, tmp_path, capsys
+):
+    from autotune.cli import main
+
+    url = f"{study_storage}?password=hunter2&sslpassword=k3yk3y"  # SQLite ignores both
+    page, out = tmp_path / "r.html", tmp_path / "t.csv"
+
+    assert main(["report", "--study", STUDY, "--storage", url, "--html", str(page)]) == 0
+    assert main(["export", "--study", STUDY, "--storage", url, "--out", str(out)]) == 0
+    assert main(["studies", "--storage", url]) == 0
+
+    printed = "".join(capsys.readouterr()) + page.read_text() + out.read_text()
+    assert f"{study_storage}?password=***&sslpassword=***" in printed
+    assert "hunter2" not in printed and "k3yk3y" not in printed
+    assert load_study_data(url, STUDY, importance=False).storage.endswith("password=***")

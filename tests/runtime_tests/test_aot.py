@@ -235,3 +235,34 @@ def test_a_weights_digest_covers_values_names_and_dtypes():
         model[0].bias[3] += 1.0
     assert weights_sha256(model) != digest
     assert weights_sha256(_tiny().double()) != digest
+
+
+@pytest.mark.slow
+def test_a_build_that_fails_its_check_leaves_the_package_it_replaces(built, tmp_path, monkeypatch):
+    """The new package is built and checked under a temporary name: the one already shipped
+    keeps serving when the new one is refused (it was deleted first, before)."""
+    from autotune.runtime import aot
+
+    entry, path = built
+    shipped = tmp_path / path.name
+    shutil.copy(path, shipped)
+
+    def differs(*args: Any) -> None:
+        raise PackageError("the package's outputs differ from eager")
+
+    monkeypatch.setattr(aot, "_check_outputs", differs)
+    with pytest.raises(PackageError, match="differ from eager"):
+        build_package(_tiny(), _calls(8), CompileConfig(), shipped)
+
+    assert shipped.read_bytes() == path.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    load_package(entry, shipped, _tiny())  # still the file its record describes
+
+
+def test_a_package_is_not_built_for_a_config_naming_a_compiler(tmp_path):
+    from autotune.runtime.config import UnsafeKnobError
+
+    config = CompileConfig(options={"cpp.cxx": [None, "/path/prog"]})
+    with pytest.raises(UnsafeKnobError, match="options.cpp.cxx: names a program"):
+        build_package(_tiny(), _calls(8), config, tmp_path / "best.pt2")
+    assert not list(tmp_path.iterdir())

@@ -38,7 +38,7 @@ def packaged(tmp_path_factory) -> Path:
 
     folder = tmp_path_factory.mktemp("aot")
     best = _best(folder, CompileConfig())
-    export_cache(best, cache=False, aot=True)
+    export_cache(best, str(folder / "tiny.py"), cache=False, aot=True)
     return best
 
 
@@ -92,7 +92,11 @@ def test_a_changed_package_is_refused_and_a_training_model_compiles_instead(
     with open(package, "ab") as f:
         f.write(b"\0")
     with pytest.raises(CacheRefusedError, match="changed or replaced after it was written"):
-        autotune.apply(model.eval(), best, check_environment=False)
+        autotune.apply(model.eval(), best, check_environment=False, strict=True)
+    # production keeps serving: a warning names the package, and the model compiles
+    with pytest.warns(EnvironmentMismatchWarning, match=r"package is not used: .*SHA-256"):
+        served = autotune.apply(model.eval(), best, check_environment=False)
+    assert type(served).__name__ == "OptimizedModule"
     # cache=False ignores the package, changed or not
     assert type(autotune.apply(model.eval(), best, cache=False)).__name__ == "OptimizedModule"
 
@@ -113,10 +117,29 @@ def test_a_package_made_for_another_cpu_is_skipped_with_a_warning(tmp_path: Path
 def test_no_package_for_a_regional_scope_and_the_output_says_why(tmp_path, capsys) -> None:
     best = _best(tmp_path, CompileConfig(backend="inductor", scope={"compile": ["a"]}))
 
-    assert main(["cache", "export", str(best), "--no-cache"]) == 0
+    model = str(tmp_path / "tiny.py")
+    assert main(["cache", "export", str(best), "--model", model, "--no-cache"]) == 0
 
     out = " ".join(capsys.readouterr().out.split())
     assert "no AOTInductor package was written" in out and "scope" in out
     (entry,) = ConfigFile.load(best).entries
     assert entry.aot is None and not list(tmp_path.glob("*.pt2"))
-    assert main(["cache", "export", str(best), "--no-cache", "--no-aot"]) == 2
+    assert main(["cache", "export", str(best), "--model", model, "--no-cache", "--no-aot"]) == 2
+
+
+def test_cache_export_runs_only_a_model_file_its_command_line_names(tmp_path, capsys) -> None:
+    """The file records where the model was (model.source), but a file never names code to
+    run: without --model nothing is imported and the command says what to pass."""
+    marker = tmp_path / "imported"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    best = _best(tmp_path, CompileConfig())
+    data = json.loads(best.read_text())
+    data["model"]["source"] = str(evil)
+    best.write_text(json.dumps(data))
+
+    assert main(["cache", "export", str(best), "--no-aot"]) == 2
+
+    err = " ".join(capsys.readouterr().err.split())
+    assert "never names code for autotune to run" in err and "pass --model PATH" in err
+    assert str(evil) in err and not marker.exists()

@@ -3,14 +3,17 @@ warning when made elsewhere, refused when changed."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -55,15 +58,74 @@ def test_a_valid_cache_is_loaded_into_the_inductor_cache(tmp_path, inductor_dir,
     assert autotune.load(best).cache["sha256"] == json.loads(best.read_text())["cache"]["sha256"]
 
 
-def test_a_changed_cache_is_refused_and_nothing_is_loaded(tmp_path, inductor_dir):
+def test_a_changed_cache_is_never_loaded_and_production_keeps_serving(tmp_path, inductor_dir):
     best = _shipped(tmp_path)
     with open(tmp_path / "best.cache.tar.gz", "ab") as f:
         f.write(b"\0")
 
-    with pytest.raises(CacheRefusedError, match="changed or replaced after it was written"):
-        autotune.apply(torch.nn.Linear(4, 4), best)
+    with pytest.warns(EnvironmentMismatchWarning, match="best.cache.tar.gz has SHA-256"):
+        model = autotune.apply(torch.nn.Linear(4, 4), best)
 
     assert not (inductor_dir / "ab").exists()
+    assert model(torch.randn(2, 4)).shape == (2, 4)  # compiled as without a cache
+    with pytest.raises(CacheRefusedError, match="changed or replaced after it was written"):
+        autotune.apply(torch.nn.Linear(4, 4), best, strict=True)
+    assert not (inductor_dir / "ab").exists()
+
+
+def test_a_cache_export_killed_mid_write_leaves_the_shipped_cache_serving(tmp_path, inductor_dir):
+    """SIGKILL while `pack` writes the archive: the archive the file records is untouched (the
+    new one was being written under a temporary name), so apply still loads it."""
+    best = _shipped(tmp_path)
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(400):  # random bytes: gzip cannot shrink them, so packing takes a while
+        (big / f"k{i}.so").write_bytes(os.urandom(64 * 1024))
+    code = (
+        "import sys; from autotune.runtime.cache import pack; "
+        f"pack({str(big)!r}, {str(tmp_path / 'best.cache.tar.gz')!r})"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".best.cache.tar.gz.*")) and child.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    child.kill()
+    child.wait()
+
+    autotune.apply(torch.nn.Linear(4, 4), best)  # no warning, no error: the old cache serves
+
+    assert (inductor_dir / "ab" / "kernel.so").read_bytes() == b"compiled"
+
+
+def test_extracted_files_keep_no_setuid_setgid_or_sticky_bit(tmp_path, inductor_dir):
+    best = _shipped(tmp_path)
+    archive = tmp_path / "best.cache.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("ab/kernel.so")
+        info.size, info.mode = 8, 0o7777
+        tar.addfile(info, io.BytesIO(b"compiled"))
+    data = json.loads(best.read_text())
+    data["cache"]["sha256"] = hashlib.sha256(archive.read_bytes()).hexdigest()
+    best.write_text(json.dumps(data))
+
+    autotune.apply(torch.nn.Linear(4, 4), best)
+
+    mode = (inductor_dir / "ab" / "kernel.so").stat().st_mode
+    assert mode & 0o7000 == 0 and mode & 0o022 == 0, oct(mode)
+
+
+def test_a_packed_archive_records_plain_modes(tmp_path):
+    folder = tmp_path / "filled"
+    folder.mkdir()
+    (folder / "k.so").write_bytes(b"x")
+    (folder / "k.so").chmod(0o6777)
+
+    pack(folder, tmp_path / "a.tar.gz")
+
+    with tarfile.open(tmp_path / "a.tar.gz") as tar:
+        (member,) = tar.getmembers()
+    assert member.mode == 0o755 and member.uid == 0 and member.uname == ""
 
 
 def test_a_cache_made_for_another_torch_is_skipped_with_a_warning(tmp_path, inductor_dir):
@@ -92,10 +154,12 @@ def test_an_archive_reaching_outside_the_cache_is_refused(tmp_path, inductor_dir
         info.size = 3
         tar.addfile(info, io.BytesIO(b"bad"))
     data = json.loads(best.read_text())
-    data["cache"]["sha256"] = __import__("hashlib").sha256(archive.read_bytes()).hexdigest()
+    data["cache"]["sha256"] = hashlib.sha256(archive.read_bytes()).hexdigest()
     best.write_text(json.dumps(data))
 
     with pytest.raises(CacheRefusedError, match="not a plain file inside the cache"):
+        autotune.apply(torch.nn.Linear(4, 4), best, strict=True)
+    with pytest.warns(EnvironmentMismatchWarning, match="not a plain file inside the cache"):
         autotune.apply(torch.nn.Linear(4, 4), best)
 
     assert not (tmp_path / "escaped.so").exists()
@@ -142,7 +206,7 @@ def test_an_exported_cache_makes_a_fresh_process_hit_the_fx_graph_cache(tmp_path
                model={"source": str(model)},
                workload={"kind": "infer", "device": "cpu", "seed": 0}).dump(best)  # fmt: skip
 
-    export_cache(best)
+    export_cache(best, str(model))
 
     shipped = autotune.load(best).cache
     assert shipped and (tmp_path / shipped["path"]).stat().st_size == shipped["bytes"]

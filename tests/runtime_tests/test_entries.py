@@ -3,6 +3,7 @@ entry for a machine, and autotune.apply picking it (the device name is faked).""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -92,8 +93,7 @@ def test_the_same_machine_replaces_its_entry_and_its_old_artifacts(tmp_path: Pat
     path = tmp_path / "best.json"
     stale = tmp_path / "best.old.cache.tar.gz"
     stale.write_bytes(b"x")
-    cache = {"kind": "inductor-cache-dir", "path": stale.name, "sha256": "0" * 64, "bytes": 1,
-             "valid_for": {}}  # fmt: skip
+    cache = _artifact(stale)
     write_entry(path, _entry("CPU A", cache=cache))
     write_entry(path, _entry("CPU B"))
     note = write_entry(path, _entry("CPU A", layer=1))
@@ -102,6 +102,36 @@ def test_the_same_machine_replaces_its_entry_and_its_old_artifacts(tmp_path: Pat
     assert len(file.entries) == 2
     assert file.entry_for("CPU A", TORCH).config.scope.compile == ("layers.1",)  # type: ignore[union-attr]
     assert not stale.exists()
+
+
+def _artifact(path: Path, sha256: str | None = None) -> dict:
+    digest = sha256 or hashlib.sha256(path.read_bytes()).hexdigest()
+    return {"kind": "inductor-cache-dir", "path": path.name, "sha256": digest,
+            "bytes": path.stat().st_size, "valid_for": {}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "case", ["the study's database", "the model file", "edited since", "a link", "of another file"]
+)
+def test_replacing_an_entry_deletes_nothing_autotune_did_not_write(tmp_path, case) -> None:
+    """An entry naming `autotune.db` as its cache used to delete the study's database."""
+    path = tmp_path / "best.json"
+    names = {"the study's database": "autotune.db", "the model file": "model.py",
+             "of another file": "other.cache.tar.gz"}  # fmt: skip
+    target = tmp_path / names.get(case, "best.cpu.cache.tar.gz")
+    target.write_bytes(b"precious")
+    record = _artifact(target)
+    if case == "edited since":
+        target.write_bytes(b"precious, edited")
+    if case == "a link":
+        real = tmp_path / "real"
+        target.rename(real)
+        target.symlink_to(real)
+    write_entry(path, _entry("CPU A", cache=record))
+
+    write_entry(path, _entry("CPU A", layer=1))
+
+    assert target.exists() and b"precious" in target.read_bytes()
 
 
 def test_writing_into_a_file_that_is_not_a_best_config_changes_nothing(tmp_path: Path) -> None:

@@ -106,7 +106,8 @@ def test_finalists_cut_by_the_deadline_leave_the_decision_to_the_search(
     Search(request, BudgetRunner()).run()
     notes: list[str] = []
     deadline = RunsOut()  # enough left by the estimate (the trials took 0.01 s), yet cut
-    decision = finalize(request.storage, "f", deadline=deadline,
+    decision = finalize(request.storage, "f", deadline=deadline, model_path=settings.model_path,
+                        trust_model_path=True,  # a study made through the API, with no hash
                         runner=BudgetRunner(deadline), on_note=notes.append)  # fmt: skip
     assert any(n.startswith("finalists stopped: the timeout of 5 s was spent") for n in notes)
     assert decision.finalists is None and decision.best.decision == "compile"

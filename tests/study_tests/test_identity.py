@@ -65,13 +65,26 @@ def test_a_changed_model_file_is_refused_unless_trusted(settings, model):
 
 
 def test_a_missing_model_file_names_where_it_was_looked_for(settings, tmp_path):
-    with pytest.raises(UsageError, match="is not at .*nowhere.py on this machine. Pass --model"):
+    with pytest.raises(UsageError, match="nowhere.py of study 's' is not there. Pass --model"):
         check_joining("s", settings, str(tmp_path / "nowhere.py"), "cuda")
 
 
-def test_model_overrides_where_the_file_is_not_what_it_must_be(settings, model, tmp_path):
+def test_the_operator_names_the_model_file_not_the_database(settings, model, tmp_path):
     copy = tmp_path / "copy.py"
     copy.write_bytes(model.read_bytes())
-    assert local_model_path(settings, str(copy)) == str(copy.resolve())
-    assert local_model_path(settings, None) == settings.model_path
+    assert local_model_path("s", settings, str(copy)) == str(copy.resolve())
     assert check_joining("s", settings, str(copy), "cuda") == []
+    with pytest.raises(UsageError) as info:
+        local_model_path("s", settings, None)
+    message = str(info.value)
+    assert "never runs a file because a database names it: pass --model PATH" in message
+    assert str(model) in message  # where the study says it was, as a hint
+
+
+def test_a_study_row_without_a_model_hash_is_refused_unless_trusted(settings, model):
+    """Setting the stored hash to null used to skip the check."""
+    unhashed = replace(settings, model_sha256=None)
+    with pytest.raises(UsageError, match="records no SHA-256 of its model file"):
+        check_joining("s", unhashed, str(model), "cuda")
+    (note,) = check_joining("s", unhashed, str(model), "cuda", trust_model_path=True)
+    assert "records no SHA-256" in note

@@ -12,6 +12,7 @@ import torch
 from autotune.space import load_space
 from autotune.study import Search, SearchRequest, StudySettings, finalize
 from autotune.study import _search as search_module
+from autotune.study._identity import model_sha256
 from autotune.trials import TrialResult, TrialSpec
 
 
@@ -36,7 +37,7 @@ def settings(model_file, space_file) -> StudySettings:
     return StudySettings(
         model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
         space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
-        seed=100, trials=3, finalists=0,
+        seed=100, trials=3, finalists=0, model_sha256=model_sha256(model_file("tiny")),
     )  # fmt: skip
 
 
@@ -50,7 +51,7 @@ def test_each_process_seeds_its_sampler_with_the_study_seed_plus_its_index(
     )
     storage = f"sqlite:///{tmp_path}/t.db"
     Search(SearchRequest("s", storage, settings), Runner()).run()
-    joining = Search(SearchRequest("s", storage, None), Runner())
+    joining = Search(SearchRequest("s", storage, None, model_path=settings.model_path), Runner())
     assert joining.settings.seed == 100 and joining.local.device == "cpu"
     joining.run()
     assert seeds == [100, 101]

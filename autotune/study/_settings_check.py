@@ -1,0 +1,229 @@
+"""The rules a study's stored settings follow when read back: the command line's own rules
+(:mod:`autotune._rules`), one per setting, and the checks it makes across settings (the
+objective's mix, a Pareto front's axes and pick rule).
+
+A row written by autotune passes; one edited by hand or written by another tool yields one
+problem per bad setting, each naming the setting and its value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from autotune import _rules as rules
+from autotune.errors import UsageError
+from autotune.records._rows import shown
+from autotune.scope import ScopePlan
+from autotune.study._objective import OBJECTIVES, Objective
+from autotune.study._pareto import PickRule, parse_axes
+from autotune.trials import MeasureSettings
+
+Check = Callable[[Any], None]  # raises rules.RuleError saying what is wrong
+
+
+def _whole(rule: Callable[[int], object] | None = None) -> Check:
+    def check(value: Any) -> None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise rules.RuleError(f"must be a whole number, got {shown(value)}")
+        if rule is not None:
+            rule(value)
+
+    return check
+
+
+def _number(rule: Callable[[float], object]) -> Check:
+    def check(value: Any) -> None:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise rules.RuleError(f"must be a number, got {shown(value)}")
+        try:
+            number = float(value)
+        except OverflowError:  # a whole number past any float: as large as a float gets
+            number = math.inf if value > 0 else -math.inf
+        if math.isnan(number):
+            raise rules.RuleError(f"must be a number, got {shown(value)}")
+        rule(number)
+
+    return check
+
+
+def _text(value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise rules.RuleError(f"must be a non-empty string, got {shown(value)}")
+
+
+def _string(rule: Callable[[str], object]) -> Check:
+    def check(value: Any) -> None:
+        _text(value)
+        rule(value)
+
+    return check
+
+
+def _choice(choices: tuple[str, ...]) -> Check:
+    return _string(lambda value: rules.choice(value, choices))
+
+
+def _flag(value: Any) -> None:
+    if not isinstance(value, bool):
+        raise rules.RuleError(f"must be true or false, got {shown(value)}")
+
+
+def _object(value: Any) -> None:
+    if not isinstance(value, dict):
+        raise rules.RuleError(f"must be a JSON object, got {shown(value)}")
+
+
+def _optional(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+def _batch_sizes(value: Any) -> None:
+    if not isinstance(value, list):
+        raise rules.RuleError(f"must be a list of batch sizes, got {shown(value)}")
+    for size in value:
+        _whole()(size)
+    rules.distinct_positive_ints(value)
+
+
+def _axes(value: Any) -> None:
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise rules.RuleError(f"must be a list of axes, got {shown(value)}")
+    try:
+        parse_axes(",".join(value))
+    except UsageError:
+        raise rules.RuleError(
+            "must be two or three distinct axes out of latency, compile and memory, latency "
+            f"among them, got {shown(value)}"
+        ) from None
+
+
+def _pick(value: Any) -> None:
+    _text(value)
+    try:
+        PickRule.parse(value)
+    except Exception:  # noqa: BLE001 - any failure to read the rule: a limit too large, ...
+        raise rules.RuleError(
+            f"must be a rule --pick takes, e.g. 'fastest,compile<=60', got {shown(value)}"
+        ) from None
+
+
+def _scope_plan(value: Any) -> None:
+    _object(value)
+    try:
+        ScopePlan.from_dict(value)
+    except Exception as exc:  # noqa: BLE001 - whatever the plan's reader fails on
+        raise rules.RuleError(
+            f"must be a probed scope plan, got one that cannot be read ({type(exc).__name__}: "
+            f"{shown(str(exc))})"
+        ) from None
+
+
+MEASURE_RULES: dict[str, Check] = {
+    "warmup": _whole(rules.non_negative_int),
+    "min_rounds": _whole(rules.positive_int),
+    "max_rounds": _whole(rules.positive_int),
+    "target_seconds": _number(rules.positive_float),
+    "precision": _optional(_number(rules.fraction)),
+    "max_seconds": _optional(_number(rules.positive_float)),
+    "stop_below": _optional(_number(rules.positive_float)),
+}
+# One rule per setting of StudySettings (tests/study_tests/test_settings_rows.py holds them
+# to the dataclass); the command line's option for each is in autotune.study._settings.OPTIONS.
+RULES: dict[str, Check] = {
+    "model_path": _text,
+    "device": _string(rules.device),
+    "space": _object,
+    "space_hash": _text,
+    "torch_version": _text,
+    "workload": _choice(rules.WORKLOADS),
+    "seed": _whole(rules.seed),
+    "compile_budget_s": _number(rules.positive_float),
+    "compile_budget_factor": _number(rules.non_negative_float),
+    "measure": _object,  # and each of its settings against MEASURE_RULES
+    "sampler": _choice(rules.SAMPLERS),
+    "scope": _choice(rules.SCOPES),
+    "scope_plan": _optional(_scope_plan),
+    "objective": _choice(OBJECTIVES),
+    "calls": _optional(_whole(rules.positive_int)),
+    "memory_budget_bytes": _optional(_whole(rules.non_negative_int)),
+    "pareto": _optional(_axes),
+    "finalist_precision": _optional(_number(rules.fraction)),
+    "trials": _whole(rules.positive_int),
+    "finalists": _whole(rules.non_negative_int),
+    "preset_finalists": _choice(rules.PRESET_FINALISTS),
+    "prune": _flag,
+    "pick": _optional(_pick),
+    "warm_start": _flag,
+    "batch_sizes": _optional(_batch_sizes),
+    "max_latency_s": _optional(_number(rules.positive_float)),
+    "model_sha256": _optional(_text),
+    "triton_version": _optional(_text),
+}
+# Settings a row must hold: those without a default, and how trials are timed (every row
+# autotune ever wrote has it; a default in its place would time trials differently).
+REQUIRED = ("model_path", "device", "space", "space_hash", "torch_version", "measure")
+
+
+def setting_problems(data: Any) -> list[str]:
+    """Every problem of a study's stored settings ``data``, each naming the setting and its
+    value: a missing one, each against its rule (a setting no rule knows, a newer autotune's,
+    is left alone), then, when each is fine, the checks across settings the command line
+    makes."""
+    if not isinstance(data, dict):
+        return [f"settings_json {shown(data)}: must be a JSON object"]
+    problems = [f"{name} missing" for name in REQUIRED if name not in data]
+    problems += _problems(data, RULES)
+    measure = data.get("measure")
+    if isinstance(measure, dict):
+        problems += _problems(measure, MEASURE_RULES, "measure.")
+        rounds = (measure.get("min_rounds", 10), measure.get("max_rounds", 200))
+        if not problems and rounds[0] > rounds[1]:
+            problems.append(
+                f"measure.min_rounds must not exceed measure.max_rounds, got {rounds[0]} > "
+                f"{rounds[1]}"
+            )
+    return problems or _across(data)
+
+
+def _problems(data: Mapping[str, Any], checks: dict[str, Check], prefix: str = "") -> list[str]:
+    problems = []
+    for name, value in data.items():
+        check = checks.get(name)
+        if check is None:
+            continue
+        try:
+            check(value)
+        except rules.RuleError as exc:
+            problems.append(f"{prefix}{name} {exc}")
+    return problems
+
+
+def _across(data: Mapping[str, Any]) -> list[str]:
+    objective = data.get("objective", "latency")
+    mix = {k: data.get(k) for k in ("calls", "batch_sizes", "max_latency_s")}
+    problems = []
+    try:
+        Objective(objective, mix["calls"], mix["batch_sizes"], mix["max_latency_s"])
+    except UsageError as exc:
+        given = ", ".join(f"{k} {shown(v)}" for k, v in mix.items())
+        problems.append(f"objective {shown(objective)} with {given}: {_first_sentence(exc)}")
+    if data.get("pareto") and objective != "latency":
+        problems.append(f"pareto goes with objective 'latency' only, got {shown(objective)}")
+    if data.get("pick") is not None and not data.get("pareto"):
+        problems.append(f"pick goes with a pareto study only, got {shown(data['pick'])}")
+    return problems
+
+
+def measure_settings(data: Mapping[str, Any]) -> MeasureSettings:
+    """The checked ``measure`` object as :class:`MeasureSettings` (unknown keys left out)."""
+    names = {f.name for f in dataclasses.fields(MeasureSettings)}
+    return MeasureSettings(**{k: v for k, v in data.items() if k in names})
+
+
+def _first_sentence(exc: BaseException) -> str:
+    """The rule an error states, without its remedy: up to its first colon or full stop."""
+    return re.split(r"[:.] ", str(exc), maxsplit=1)[0]
