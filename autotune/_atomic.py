@@ -2,7 +2,7 @@
 fsync, then ``os.replace``; readers see the old file or the new one, never half of one.
 
 Standard library only (the runtime path writes best-config files with it). A writer killed
-mid-way leaves at most a hidden ``.NAME.HOST.PID.RANDOM.tmpSUFFIX`` beside the target; the
+mid-way leaves at most a hidden folder ``.NAME.HOST.PID.RANDOM.tmp`` beside the target; the
 next write of the same target on the same host deletes those whose process is gone.
 """
 
@@ -21,9 +21,11 @@ _SUFFIX = ".tmp"
 
 @contextlib.contextmanager
 def replacing(target: str | os.PathLike[str], mode: int | None = None) -> Iterator[Path]:
-    """Yields a temporary path beside ``target`` to write in full; when the block ends without
-    an exception, the file is synced and renamed onto ``target`` (then the folder is synced),
-    otherwise it is deleted and ``target`` is left as it was.
+    """Yields a temporary path to write in full, named as ``target`` (some writers build
+    names from it: AOTInductor names a package's folders after its stem) in a private folder
+    beside it; when the block ends without an exception, the file is synced and renamed onto
+    ``target`` (then the folder is synced), otherwise ``target`` is left as it was. The
+    private folder goes either way.
 
     Args:
         target: The file to create or replace.
@@ -33,9 +35,9 @@ def replacing(target: str | os.PathLike[str], mode: int | None = None) -> Iterat
     folder = final.parent
     folder.mkdir(parents=True, exist_ok=True)
     _sweep(final)
-    # The target's own suffix last: some writers insist on it (AOTInductor wants ".pt2").
-    token = f"{os.getpid()}.{secrets.token_hex(4)}{_SUFFIX}{final.suffix}"
-    tmp = folder / f".{final.name}.{_host()}.{token}"
+    work = folder / f".{final.name}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}{_SUFFIX}"
+    work.mkdir(mode=0o700)
+    tmp = work / final.name
     try:
         yield tmp
         if not tmp.exists():
@@ -47,7 +49,7 @@ def replacing(target: str | os.PathLike[str], mode: int | None = None) -> Iterat
         os.replace(tmp, final)
         _fsync_dir(folder)
     finally:
-        tmp.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def write_text(target: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
@@ -94,19 +96,20 @@ def _host() -> str:
 
 
 def _sweep(final: Path) -> None:
-    """Deletes temporary files of earlier writes of ``final`` by processes of this host that
-    are gone (a writer killed before its rename)."""
+    """Deletes the private folders of earlier writes of ``final`` by processes of this host
+    that are gone (a writer killed before its rename): real folders named as autotune names
+    them, never a link."""
     prefix = f".{final.name}.{_host()}."
     try:
         names = [p for p in final.parent.iterdir() if p.name.startswith(prefix)]
     except OSError:
         return
     for path in names:
-        rest = path.name[len(prefix) :]
-        pid, _, tail = rest.partition(".")
-        if not (pid.isdigit() and f"{_SUFFIX}{final.suffix}" in tail) or _alive(int(pid)):
+        pid, _, tail = path.name[len(prefix) :].partition(".")
+        if not (pid.isdigit() and tail.endswith(_SUFFIX)) or _alive(int(pid)):
             continue
-        path.unlink(missing_ok=True)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

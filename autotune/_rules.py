@@ -75,6 +75,16 @@ def device(text: str) -> str:
     return text
 
 
+def accuracy(text: str) -> str:
+    """An accuracy contract (:mod:`autotune._contract`), returned in its canonical form."""
+    from autotune._contract import ContractError, parse_contract
+
+    try:
+        return str(parse_contract(text))
+    except ContractError as exc:
+        raise RuleError(f"must be an accuracy contract: {exc}") from exc
+
+
 def choice(value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise RuleError(f"must be one of {', '.join(choices)}, got {value!r}")

@@ -11,7 +11,9 @@ A model file is a Python file that defines:
 - ``loss_fn(output, inputs) -> Tensor`` (optional, training only): the loss of one step;
   default :func:`default_loss`;
 - ``get_optimizer(model) -> torch.optim.Optimizer`` (optional, training only): default
-  ``torch.optim.AdamW(model.parameters(), lr=1e-3)``.
+  ``torch.optim.AdamW(model.parameters(), lr=1e-3)``;
+- ``accuracy(output, reference) -> float`` (optional): a task metric an accuracy contract may
+  name (``--accuracy 'accuracy>=0.99'``): top-1 agreement, a perplexity delta.
 
 The parent of trials only imports the file and checks that both functions exist (it must not
 touch CUDA); building the model and its inputs happens in the trial child, which reports a
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
 REQUIRED = ("get_model", "get_inputs")
 OPTIONAL = ("loss_fn", "get_optimizer")  # the train workload's; defaults otherwise
+METRIC = "accuracy"  # the task metric an accuracy contract may name
 DEFAULT_LEARNING_RATE = 1e-3
 
 LossFn = Callable[[Any, Any], "torch.Tensor"]
@@ -129,6 +132,32 @@ def build_calls(module: ModuleType, device: str, batch_size: int | None = None) 
             "one tuple of positional arguments or dict of keyword arguments."
         )
     return [_to_call(module, item, i) for i, item in enumerate(items)]
+
+
+def accuracy_metric(module: ModuleType) -> Callable[[Any, Any], float] | None:
+    """The file's ``accuracy(output, reference) -> float``, None if it defines none; the
+    returned function raises :class:`WorkloadError` for an exception or a value that is not a
+    finite-or-NaN real number."""
+    user = getattr(module, METRIC, None)
+    if user is None:
+        return None
+    if not callable(user):
+        raise WorkloadError(
+            f"{METRIC} in {module.__file__} is a {type(user).__name__}, but must be a function "
+            f"{METRIC}(output, reference) -> float; define it as one, or rename it."
+        )
+
+    def metric(output: Any, reference: Any) -> float:
+        try:
+            value = user(output, reference)
+            return float(value)
+        except Exception as exc:
+            raise WorkloadError(
+                f"{METRIC}(output, reference) in {module.__file__} raised {_one_line(exc)}; it "
+                "must return a number (a float, or a one-element tensor). Fix the model file."
+            ) from exc
+
+    return metric
 
 
 def loss_function(module: ModuleType) -> LossFn:

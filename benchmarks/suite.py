@@ -2,6 +2,7 @@
 every preset of the space, measured side by side in the same finalist round.
 
     python benchmarks/suite.py [--device cpu] [--trials 20] [--models mlp,encoder,...]
+                               [--accuracy 'cosine>=0.999']
 
 For each model it runs ``autotune search`` with ``--preset-finalists all``: the finalist round
 re-measures the best sampled configs, default ``torch.compile`` and every preset of the space
@@ -12,6 +13,14 @@ then checks the issue's rule: the emitted config is at least the best preset mea
 same round, within the measured spread (the preset's lower quartile is not above the emitted
 config's upper quartile). Then ``autotune verify`` runs on the emitted file ``--verify`` times,
 each a separate command. Writes ``benchmarks/results/suite_<device>.md``.
+
+With ``--accuracy SPEC`` every search states that accuracy contract: it searches the levers
+beyond Inductor's knobs (bf16 autocast, matmul precision, OpenVINO's bf16) beside the fp32
+ones, and its finalist round holds, side by side, default compile, every preset (each installed
+backend's defaults and bf16 autocast included), the best fp32-exact config and the best under
+the contract, each with its measured error against eager fp32. The report adds the geomean over
+the suite of the emitted config's speedup over default compile (and of the best fp32-exact
+one's).
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ MODELS = {
     "gpt2": HERE / "models" / "gpt2.py",
     "convnet": HERE / "models" / "convnet.py",
     "resnet18": HERE / "models" / "resnet18.py",
+    "llama": HERE / "models" / "llama.py",
+    "vit": HERE / "models" / "vit.py",
 }
 STUDY = "suite"
 
@@ -60,6 +71,9 @@ class Row:
     cold_s: float | None
     warm_s: float | None
     emitted: bool = False
+    max_abs: float | None = None  # the error against eager fp32 the trial measured
+    cosine: float | None = None
+    exact: bool = True  # changes no numerics (held to eager's gate)
 
 
 @dataclass
@@ -80,6 +94,7 @@ def main() -> int:
     parser.add_argument("--finalists", type=int, default=3)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--verify", type=int, default=1, help="autotune verify runs per model")
+    parser.add_argument("--accuracy", help="the accuracy contract every search states")
     parser.add_argument("--out", type=Path, help="the report (default results/suite_DEVICE.md)")
     parser.add_argument("--json", type=Path, help="also write the raw runs here, as JSON")
     parser.add_argument(
@@ -95,6 +110,7 @@ def main() -> int:
         runs.append(_model_run(name, args))
         print(_model_section(runs[-1]), flush=True)
     machine = {"load_before": load_before, "load_after": os.getloadavg(), **_machine(args)}
+    machine.update(accuracy=args.accuracy, trials=args.trials, finalists=args.finalists)
     if args.json:
         raw = {"machine": machine, "runs": [dataclasses.asdict(r) for r in runs]}
         args.json.write_text(json.dumps(raw, indent=1) + "\n")
@@ -115,7 +131,8 @@ def _model_run(name: str, args: argparse.Namespace) -> ModelRun:
             [sys.executable, "-m", "autotune.cli", "search", model, "--device", args.device,
              "--trials", str(args.trials), "--finalists", str(args.finalists),
              "--preset-finalists", "all", "--storage", storage, "--study", STUDY,
-             "--out", best, "--cache-dir", f"{tmp}/c", "--quiet"],
+             "--out", best, "--cache-dir", f"{tmp}/c", "--quiet",
+             *(["--accuracy", args.accuracy] if args.accuracy else [])],
             check=True,
         )  # fmt: skip
         wall_s = time.monotonic() - started
@@ -136,17 +153,44 @@ def _read_round(name: str, storage: str, wall_s: float) -> ModelRun:
             continue
         pooled = f.record()
         r = f.searched
+        tuned = "tuned under the contract" if r.relaxed_numerics else "tuned fp32-exact"
         label = (
             f"{r.baseline} torch.compile" if r.baseline
             else f"preset {presets[r.config_hash]}" if r.config_hash in presets
-            else f"tuned #{r.trial_number}"
+            else f"{tuned} #{r.trial_number}"
         )  # fmt: skip
+        error = f.cold.accuracy or {}
         run.rows.append(Row(
             label, r.brief, pooled.speedup_vs_eager or 0.0, pooled.speedup_vs_eager_q1 or 0.0,
             pooled.speedup_vs_eager_q3 or 0.0, f.cold.compile_time_s, f.warm.compile_time_s,
-            emitted=_emitted(decision, r),
+            emitted=_emitted(decision, r), max_abs=_number(error.get("max_abs_diff")),
+            cosine=_number(error.get("cosine")), exact=not r.relaxed_numerics,
         ))  # fmt: skip
     return run
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def over_default(run: ModelRun, row: Row | None) -> float | None:
+    """A finalist's pooled speedup over default compile in the same round (eager: None row)."""
+    default = next((r for r in run.rows if r.label == "default torch.compile"), None)
+    if default is None or not default.speedup:
+        return None
+    return (row.speedup if row is not None else 1.0) / default.speedup
+
+
+def best_exact(run: ModelRun) -> Row | None:
+    """The fastest finalist that changes no numerics, baselines and presets included."""
+    exact = [r for r in run.rows if r.exact and r.label != "default torch.compile"]
+    return max(exact, key=lambda r: r.speedup, default=None)
+
+
+def geomean(values: list[float]) -> float | None:
+    import math
+
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 
 
 def _emitted(decision: Decision, r: TrialRecord) -> bool:
@@ -201,13 +245,30 @@ def holds(run: ModelRun) -> tuple[bool, str]:
     )
 
 
+def exact_holds(run: ModelRun) -> str:
+    """Under a contract, the issue's rule on fp32: what the search would emit held to fp32 (its
+    best fp32-exact finalist, a preset when no sampled config beat them) is at least the best
+    fp32-exact preset, within the measured spread."""
+    presets = [r for r in run.rows if r.label.startswith("preset ") and r.exact]
+    mine = best_exact(run)
+    if not presets or mine is None:
+        return "no fp32-exact preset, or no fp32-exact config, reached the round"
+    best = max(presets, key=lambda r: r.speedup)
+    verb = "holds" if best.q1 <= mine.q3 else "FAILS"
+    return (
+        f"{verb}: best fp32-exact preset {best.label.removeprefix('preset ')} "
+        f"{best.speedup:.2f}x (q1 {best.q1:.2f}) vs {mine.label} {mine.speedup:.2f}x "
+        f"(q3 {mine.q3:.2f})"
+    )
+
+
 def _model_section(run: ModelRun, before: ModelRun | None = None) -> str:
     counts = ", ".join(f"{v} {k}" for k, v in run.trials.items())
     head = (
-        "| finalist | config | speedup vs eager (q1-q3), pooled cold+warm | cold compile | "
-        "warm compile | emitted |"
+        "| finalist | config | speedup vs eager (q1-q3), pooled cold+warm | vs default | "
+        "error vs eager fp32 (max abs, cosine) | cold compile | warm compile | emitted |"
     )
-    rule = "|---|---|---|---|---|---|"
+    rule = "|---|---|---|---|---|---|---|---|"
     earlier = {r.brief: r for r in before.rows} if before else {}
     if before is not None:
         head += " before: same config |"
@@ -224,13 +285,17 @@ def _model_section(run: ModelRun, before: ModelRun | None = None) -> str:
     for r in sorted(run.rows, key=lambda r: r.speedup, reverse=True):
         line = (
             f"| {r.label} | `{r.brief}` | {r.speedup:.2f}x ({r.q1:.2f}-{r.q3:.2f}) | "
+            f"{_x(over_default(run, r))} | {_error(r)} | "
             f"{_s(r.cold_s)} | {_s(r.warm_s)} | {'**yes**' if r.emitted else ''} |"
         )
         if before is not None:
             old = earlier.get(r.brief)
             line += f" {_figure(old)} |" if old else " not a finalist |"
         lines.append(line)
-    lines += ["", f"Rule (tuned ≥ best preset within spread): {holds(run)[1]}.", ""]
+    lines += ["", f"Rule (tuned ≥ best preset within spread): {holds(run)[1]}."]
+    if any(not r.exact for r in run.rows):
+        lines.append(f"Rule on fp32 (exact tuned ≥ best exact preset): {exact_holds(run)}.")
+    lines.append("")
     if before is not None:
         lines += [
             f"Before: decision **{before.decision}**, emitted {_emitted_figure(before)}; "
@@ -240,6 +305,17 @@ def _model_section(run: ModelRun, before: ModelRun | None = None) -> str:
     if run.verify:
         lines.append("autotune verify: " + "; ".join(_verified(v) for v in run.verify) + ".")
     return "\n".join(lines) + "\n"
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.2f}x" if value is not None else "-"
+
+
+def _error(r: Row) -> str:
+    if r.max_abs is None:
+        return "-"
+    cosine = f", {r.cosine:.6f}" if r.cosine is not None else ""
+    return f"{r.max_abs:.1e}{cosine}"
 
 
 def _figure(r: Row) -> str:
@@ -280,6 +356,17 @@ def _report(
             was = f"{old.decision}, {_emitted_figure(old)}" if old else "not run"
             line += f" {was} | {_emitted_figure(run)} |"
         summary.append(line)
+    emitted = [over_default(run, next((r for r in run.rows if r.emitted), None)) for run in runs]
+    exact = [over_default(run, best_exact(run)) for run in runs]
+    contract = getattr(args, "accuracy", None)
+    means = [
+        f"Geomean over the suite of the emitted config's speedup over default torch.compile "
+        f"(same round; eager where the file says do not compile): "
+        f"**{_x(geomean([v for v in emitted if v is not None]))}**; of the best fp32-exact "
+        f"finalist (presets included): {_x(geomean([v for v in exact if v is not None]))}."
+        + (f" Accuracy contract: `{contract}`." if contract else ""),
+        "",
+    ]
     lines = [
         f"# Model suite on {args.device}: tuned against every preset, in one finalist round",
         "",
@@ -288,12 +375,17 @@ def _report(
         f"{machine['cpu_flags'] or 'none of avx2, avx512*, amx*'}. Load average (1, 5, 15 "
         f"min) {_load(machine['load_before'])} before, {_load(machine['load_after'])} after. "
         f"`python benchmarks/suite.py --device {args.device} --trials {args.trials} "
-        f"--finalists {args.finalists}`: each model's `autotune search --trials {args.trials} "
-        f"--finalists {args.finalists} --preset-finalists all`. Every finalist ran in two "
+        f"--finalists {args.finalists}"
+        + (f" --accuracy '{contract}'" if contract else "")
+        + f"`: each model's `autotune search --trials {args.trials} "
+        f"--finalists {args.finalists} --preset-finalists all"
+        + (f" --accuracy '{contract}'" if contract else "")
+        + "`. Every finalist ran in two "
         "fresh processes (cold, then warm in reverse order), each timed until its median "
         "speedup was known within ±2% (95% confidence) or for 10 s; the figures pool the two "
         "(median of medians, widest quartiles).",
         "",
+        *means,
         *summary,
         "",
         *(_model_section(run, by_model.get(run.model)) for run in runs),
@@ -303,6 +395,9 @@ def _report(
 
 def _render(args: argparse.Namespace) -> int:
     machine = json.loads(args.render.read_text())["machine"]
+    args.accuracy = args.accuracy or machine.get("accuracy")
+    args.trials = machine.get("trials", args.trials)
+    args.finalists = machine.get("finalists", args.finalists)
     before = _runs_from_json(args.before) if args.before else None
     report = _report(_runs_from_json(args.render), args, machine, before)
     (args.out or HERE / "results" / f"suite_{args.device.split(':')[0]}.md").write_text(report)

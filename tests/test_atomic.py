@@ -35,10 +35,13 @@ def test_the_new_file_replaces_the_old_one_keeping_its_mode(tmp_path):
     assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o600
 
 
-def test_a_temporary_name_keeps_the_suffix_writers_insist_on(tmp_path):
+def test_the_temporary_file_has_the_targets_name_in_a_hidden_folder_beside_it(tmp_path):
+    """Writers build names from it: AOTInductor names a package's folders after its stem."""
     with atomic.replacing(tmp_path / "model.pt2") as tmp:
-        assert tmp.suffix == ".pt2" and tmp.parent == tmp_path and tmp.name.startswith(".")
+        assert tmp.name == "model.pt2" and tmp.parent.parent == tmp_path
+        assert tmp.parent.name.startswith(".model.pt2.")
         tmp.write_bytes(b"x")
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt2"]
 
 
 def test_a_killed_writer_leaves_the_old_file_and_the_next_write_sweeps_its_leftover(tmp_path):
@@ -56,7 +59,8 @@ def test_a_killed_writer_leaves_the_old_file_and_the_next_write_sweeps_its_lefto
     child.wait()
 
     (leftover,) = [p for p in tmp_path.iterdir() if p != target]
-    assert target.read_bytes() == b"old archive" and leftover.read_bytes() == b"half"
+    assert target.read_bytes() == b"old archive"
+    assert (leftover / target.name).read_bytes() == b"half"
 
     atomic.write_bytes(target, b"new archive")
 

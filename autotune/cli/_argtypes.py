@@ -17,6 +17,13 @@ from autotune._sizes import parse_size
 T = TypeVar("T")
 
 
+def accuracy(text: str) -> str:
+    try:
+        return rules.accuracy(text)  # its canonical form: what the study stores
+    except rules.RuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def positive_int(text: str) -> int:
     return _checked(rules.positive_int, _int(text))
 

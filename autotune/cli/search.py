@@ -38,6 +38,7 @@ SETTINGS_OF = {
     "device": "device",
     "space": "space_hash",
     "allow_numerics_changes": "space_hash",
+    "accuracy": "accuracy",
     "workload": "workload",
     "seed": "seed",
     "compile_budget": "compile_budget_s",
@@ -237,6 +238,14 @@ def _how(p: argparse.ArgumentParser) -> None:
         "--allow-numerics-changes", action="store_true",
         help="also search the space's [numerics] knobs (fast math etc.), held to a 10x looser "
         "correctness tolerance",
+    )  # fmt: skip
+    p.add_argument(
+        "--accuracy", metavar="SPEC", type=argtypes.accuracy, default=None,
+        help="the accuracy contract a config that changes numerics on purpose must meet against "
+        "eager fp32, e.g. 'cosine>=0.999', 'max_abs<=1e-2,cosine>=0.999', 'rtol=1e-2,atol=1e-3' "
+        "or 'accuracy>=0.99' (the model file's accuracy(output, reference)); it searches the "
+        "space's [precision] knobs (bf16 autocast, matmul precision), a backend's bf16 and the "
+        "[numerics] knobs under it. Without it nothing that changes numerics is searched",
     )  # fmt: skip
     options.add_seed(p, "seeds the sampler, the weights and the inputs")
     p.add_argument("--sampler", choices=rules.SAMPLERS, default="tpe", help="Optuna sampler")
@@ -444,7 +453,8 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         args.space or device.split(":")[0],
         device,
         workload=args.workload,
-        allow_numerics_changes=args.allow_numerics_changes,
+        allow_numerics_changes=args.allow_numerics_changes or args.accuracy is not None,
+        accuracy_contract=args.accuracy is not None,
     )
     if getattr(args, "effort_sizes_trials", False):
         low, high = THOROUGH_TRIALS
@@ -483,6 +493,7 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         max_latency_s=max_latency_s,
         model_sha256=model_sha256(model),
         triton_version=triton_version(),
+        accuracy=args.accuracy,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     given = getattr(args, "given", None)

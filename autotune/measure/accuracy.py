@@ -27,8 +27,16 @@ the differences reach ~1e-5 relative, and more where terms cancel; the default t
 ``torch.testing`` would fail such programs. A wrong kernel misses by far more than 1e-4.
 
 ``relaxed=True`` multiplies float tolerances by 10, for knobs that relax numerics on purpose
-(fast math, TF32). NaN in ``actual`` passes only where ``expected`` has NaN; infinities must match
-exactly. Python floats are compared with the float32 tolerances; ints, bools and strings exactly.
+(fast math, TF32). NaN in ``actual`` passes only where ``expected`` has NaN; infinities must
+match exactly. Python floats are compared with the float32 tolerances; ints, bools and strings
+exactly.
+
+``tolerance=(rtol, atol)`` replaces the table for every floating dtype, and
+``float_dtypes_may_differ=True`` compares a float tensor with one of another float dtype (bf16
+autocast returns bf16 where eager returns float32): both are how an accuracy contract the user
+states (:mod:`autotune._contract`) is checked; ``(inf, inf)`` judges no float element, except
+that a non-finite value must be where eager has the same one. Every comparison also reports the
+lowest cosine similarity of a float tensor pair (flattened, in float64).
 """
 
 from __future__ import annotations
@@ -72,6 +80,10 @@ class AccuracyReport:
             (like ``out[0]["logits"]``) and what failed.
         tensors: How many tensor pairs were compared element by element: evidence of what the
             gate saw (a KV cache of 2 layers adds 4).
+        cosine: The lowest cosine similarity of a floating tensor pair, flattened (1.0 with
+            none; NaN where a NaN or infinity does not match).
+        dtype_changes: Float tensors compared with a tensor of another float dtype (only with
+            ``float_dtypes_may_differ``), e.g. ``"out[0]: float32 -> bfloat16"``.
     """
 
     ok: bool
@@ -79,6 +91,8 @@ class AccuracyReport:
     max_rel_diff: float
     detail: str
     tensors: int = 0
+    cosine: float = 1.0
+    dtype_changes: tuple[str, ...] = ()
 
 
 def tolerance_for(dtype: torch.dtype, *, relaxed: bool = False) -> tuple[float, float]:
@@ -95,7 +109,14 @@ def tolerance_for(dtype: torch.dtype, *, relaxed: bool = False) -> tuple[float, 
     return rtol * factor, atol * factor
 
 
-def compare_outputs(expected: Any, actual: Any, *, relaxed: bool = False) -> AccuracyReport:
+def compare_outputs(
+    expected: Any,
+    actual: Any,
+    *,
+    relaxed: bool = False,
+    tolerance: tuple[float, float] | None = None,
+    float_dtypes_may_differ: bool = False,
+) -> AccuracyReport:
     """Compare the output of a compiled function with the eager one.
 
     Both outputs are flattened with torch's pytree; their structures must agree, then the leaves
@@ -108,14 +129,25 @@ def compare_outputs(expected: Any, actual: Any, *, relaxed: bool = False) -> Acc
         actual: The compiled output (clone it first with :func:`clone_outputs` if the compiled
             code may reuse its output buffers, as CUDA graphs do).
         relaxed: Multiply float tolerances by 10.
+        tolerance: ``(rtol, atol)`` for every floating dtype instead of :data:`TOLERANCES`.
+        float_dtypes_may_differ: A float tensor may be compared with one of another float
+            dtype (listed in ``dtype_changes``).
 
     Example:
         >>> compare_outputs({"y": torch.ones(2)}, {"y": torch.ones(2) + 1e-6}).ok
         True
     """
-    walk = _Walk(relaxed)
+    walk = _Walk(relaxed, tolerance, float_dtypes_may_differ)
     walk.compare(expected, actual, "out")
-    return AccuracyReport(not walk.failure, walk.max_abs, walk.max_rel, walk.failure, walk.tensors)
+    return AccuracyReport(
+        not walk.failure,
+        walk.max_abs,
+        walk.max_rel,
+        walk.failure,
+        walk.tensors,
+        walk.cosine,
+        tuple(walk.dtype_changes),
+    )
 
 
 def clone_outputs(obj: Any) -> Any:
@@ -161,17 +193,41 @@ class _Tally:
     max_abs: float = 0.0
     max_rel: float = 0.0
     first_bad: int = -1
+    dot: float = 0.0  # sums of expected * actual, expected ** 2 and actual ** 2: the cosine
+    expected_sq: float = 0.0
+    actual_sq: float = 0.0
+
+    def cosine(self) -> float:
+        if self.expected_sq == 0.0 and self.actual_sq == 0.0:
+            return 1.0
+        if self.expected_sq == 0.0 or self.actual_sq == 0.0:
+            return 0.0
+        return self.dot / math.sqrt(self.expected_sq * self.actual_sq)
 
 
 class _Walk:
     """Walks two outputs side by side, keeping the worst differences and the first failure."""
 
-    def __init__(self, relaxed: bool) -> None:
+    def __init__(
+        self,
+        relaxed: bool,
+        tolerance: tuple[float, float] | None = None,
+        float_dtypes_may_differ: bool = False,
+    ) -> None:
         self.relaxed = relaxed
+        self.tolerance = tolerance
+        self.float_dtypes_may_differ = float_dtypes_may_differ
         self.max_abs = 0.0
         self.max_rel = 0.0
+        self.cosine = 1.0
         self.tensors = 0
         self.failure = ""
+        self.dtype_changes: list[str] = []
+
+    def tolerance_for(self, dtype: torch.dtype) -> tuple[float, float]:
+        if self.tolerance is not None and (dtype.is_floating_point or dtype.is_complex):
+            return self.tolerance
+        return tolerance_for(dtype, relaxed=self.relaxed)
 
     def fail(self, path: str, message: str) -> None:
         if not self.failure:
@@ -232,7 +288,7 @@ class _Walk:
             self.compare(left, right, f"{path}[{index}]")
 
     def scalar(self, expected: float | complex, actual: float | complex, path: str) -> None:
-        rtol, atol = tolerance_for(torch.float32, relaxed=self.relaxed)
+        rtol, atol = self.tolerance_for(torch.float32)
         dtype = torch.complex128 if isinstance(expected, complex) else torch.float64
         pair = torch.tensor([expected], dtype=dtype), torch.tensor([actual], dtype=dtype)
         tally = _tally(*pair, rtol, atol)
@@ -246,14 +302,19 @@ class _Walk:
             )
 
     def tensor(self, expected: torch.Tensor, actual: torch.Tensor, path: str) -> None:
-        mismatch = _tensor_mismatch(expected, actual)
+        mismatch = _tensor_mismatch(expected, actual, self.float_dtypes_may_differ)
         if mismatch:
             self.fail(path, mismatch)
             return
+        if expected.dtype != actual.dtype:
+            self.dtype_changes.append(f"{path}: {_dtype(expected)} -> {_dtype(actual)}")
         self.tensors += 1
-        rtol, atol = tolerance_for(expected.dtype, relaxed=self.relaxed)
+        rtol, atol = self.tolerance_for(expected.dtype)
         tally = _tally(expected, actual, rtol, atol)
         self.record(tally)
+        if expected.dtype.is_floating_point:
+            cosine = tally.cosine()
+            self.cosine = cosine if math.isnan(cosine) else min(self.cosine, cosine)
         if tally.bad:
             self.fail(path, _tensor_failure(expected, actual, tally, rtol, atol))
 
@@ -262,8 +323,13 @@ class _Walk:
         self.max_rel = max(self.max_rel, tally.max_rel)
 
 
-def _tensor_mismatch(expected: torch.Tensor, actual: torch.Tensor) -> str:
+def _tensor_mismatch(
+    expected: torch.Tensor, actual: torch.Tensor, float_dtypes_may_differ: bool = False
+) -> str:
+    both_float = expected.dtype.is_floating_point and actual.dtype.is_floating_point
     for what in ("shape", "dtype", "device"):
+        if what == "dtype" and both_float and float_dtypes_may_differ:
+            continue
         want, got = getattr(expected, what), getattr(actual, what)
         if want != got:
             return f"{what} differs: expected {_show(want)}, got {_show(got)}"
@@ -293,14 +359,21 @@ def _tally_chunk(
 ) -> None:
     wide = torch.complex128 if raw_expected.dtype.is_complex else torch.float64
     expected, actual = raw_expected.to(wide), raw_actual.to(wide)
-    # Compared in the original dtype: int64 beyond 2**53 is not exact in float64.
-    same = (raw_expected == raw_actual) | (expected.isnan() & actual.isnan())
+    # Compared in the original dtype (int64 beyond 2**53 is not exact in float64), unless the
+    # dtypes differ (a float tensor of autocast against eager's float32).
+    raw_same = raw_expected == raw_actual if raw_expected.dtype == raw_actual.dtype else None
+    same = (expected == actual if raw_same is None else raw_same) | (
+        expected.isnan() & actual.isnan()
+    )
     diff = torch.where(same, 0.0, (actual - expected).abs())
     diff = torch.where(diff.isnan(), math.inf, diff)
     close = same
     if raw_expected.dtype.is_floating_point or raw_expected.dtype.is_complex:
         # Finite expected only: an infinite tolerance would pass any actual value.
-        close = same | (expected.isfinite() & (diff <= atol + rtol * expected.abs()))
+        # Finite actual too: with an infinite tolerance (an accuracy contract judging by its
+        # metrics alone) a NaN must still fail.
+        within = diff <= atol + rtol * expected.abs()
+        close = same | (expected.isfinite() & actual.isfinite() & within)
     relative = torch.where(diff == 0, 0.0, diff / expected.abs())
     relative = torch.where(relative.isnan(), math.inf, relative)
     bad = ~close
@@ -309,6 +382,10 @@ def _tally_chunk(
     tally.max_rel = max(tally.max_rel, float(relative.max()))
     if tally.first_bad < 0 and bool(bad.any()):
         tally.first_bad = offset + int(bad.to(torch.uint8).argmax())
+    if not raw_expected.dtype.is_complex:
+        tally.dot += float((expected * actual).sum())
+        tally.expected_sq += float((expected * expected).sum())
+        tally.actual_sq += float((actual * actual).sum())
 
 
 def _tensor_failure(
@@ -317,6 +394,8 @@ def _tensor_failure(
     dtype = str(expected.dtype).removeprefix("torch.")
     if rtol == 0 and atol == 0:
         rule = f"{dtype} must match exactly"
+    elif math.isinf(atol) or math.isinf(rtol):
+        rule = f"{dtype} non-finite where eager is not (or a NaN/infinity that differs)"
     else:
         rule = f"{dtype} outside tolerance (rtol={rtol:.3g}, atol={atol:.3g})"
     flat = tally.first_bad
@@ -412,6 +491,10 @@ def _equal(expected: Any, actual: Any) -> bool:
 
 def _key(key: object) -> str:
     return json.dumps(key) if isinstance(key, str) else repr(key)
+
+
+def _dtype(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
 
 
 def _type(obj: object) -> str:

@@ -56,7 +56,8 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
             {"knob": knob, "value": value, "meaning": meanings.get(knob)}
             for knob, value in set_knobs(config)
         ]
-        facts["unsafe_knobs"] = _safety.problems(config.options, config.dynamo)
+        options = config.options if config.backend == "inductor" else {}
+        facts["unsafe_knobs"] = _safety.problems(options, config.dynamo)
     facts["signature"] = _signature(best)
     facts["cache"] = _artifact(best, best.cache, path, here is not None)
     facts["aot"] = _artifact(best, best.aot, path, here is not None)
@@ -197,6 +198,9 @@ def _workload(facts: dict[str, Any]) -> list[str]:
     if w.get("max_latency_s"):
         lines.append(f"  latency cap {ms(w['max_latency_s'])}")
     relaxed = "yes (held to the 10x looser gate)" if w.get("relaxed_numerics") else "no"
+    if w.get("accuracy"):
+        held = "held to it" if w.get("relaxed_numerics") else "exact within eager's tolerance"
+        relaxed = f"accuracy contract {w['accuracy']} ({held})"
     lines.append(f"  seed {w.get('seed')}; numerics-changing knobs: {relaxed}")
     return lines
 
@@ -234,7 +238,22 @@ def _claims(facts: dict[str, Any]) -> list[str]:
     )
     if m.get("samples_per_s"):
         lines.append(f"  {m['samples_per_s']:,.0f} samples/s")
+    error = error_line(m)
+    if error:
+        lines.append(f"  error against eager fp32: {error}")
     return lines
+
+
+def error_line(metrics: dict[str, Any]) -> str:
+    """The measured error of a file's metrics (``error_*``), e.g. ``max_abs 3.1e-03, cosine
+    0.99998``; empty for a file written before they were recorded."""
+    parts = []
+    for name, shown in (("max_abs", ".2g"), ("max_rel", ".2g"), ("cosine", ".6f"),
+                        ("accuracy", ".4g")):  # fmt: skip
+        value = metrics.get(f"error_{name}")
+        if isinstance(value, (int, float)):
+            parts.append(f"{name} {value:{shown}}")
+    return ", ".join(parts)
 
 
 def _source(source: dict[str, Any]) -> dict[str, Any]:

@@ -41,8 +41,22 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
         payback += f"  batch {r.batch_size} {objective.score(r) or 0:,.0f} samples/s"
     return (
         f"{head} {'ok':<13} {compile_s}  {latency}  {r.speedup_vs_eager or 0:5.2f}x eager"
-        f"{default}{_graph_facts(r)}{payback}{reused}"
+        f"{default}{_graph_facts(r)}{_error(r)}{payback}{reused}"
     )
+
+
+def _error(r: TrialRecord) -> str:
+    """Under an accuracy contract, the error each trial measured against eager fp32."""
+    accuracy = r.result.get("accuracy")
+    if not isinstance(accuracy, dict) or "contract" not in accuracy:
+        return ""
+    cosine, max_abs = accuracy.get("cosine"), accuracy.get("max_abs")
+    shown = []
+    if isinstance(cosine, (int, float)):
+        shown.append(f"cos {cosine:.6f}")
+    if isinstance(max_abs, (int, float)):
+        shown.append(f"abs {max_abs:.1e}")
+    return f"  err {' '.join(shown)}" if shown else ""
 
 
 def _screening(records: list[TrialRecord]) -> str:

@@ -20,6 +20,11 @@ does not take as arguments are set around every call of the compiled region: the
 first trace and compile, of every recompile, and of the run. torch >= 2.12 keeps config per
 thread, so only the calling thread sees them; older torch keeps it process-wide, and calls of
 such regions then run one at a time.
+
+A config's ``precision`` is set the same way: an autocast region on the module's device (kept
+per thread by torch), and ``torch.set_float32_matmul_precision``, which torch keeps
+process-wide on every version: calls of regions that set it run one at a time, process-wide,
+and the precision is put back after each.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import itertools
 import threading
 import types
 import warnings
@@ -65,6 +71,7 @@ class CallSettings:
     arguments: dict[str, Any] = field(default_factory=dict)
     dynamo: dict[str, Any] = field(default_factory=dict)
     inductor: dict[str, Any] = field(default_factory=dict)
+    precision: dict[str, Any] = field(default_factory=dict)
 
 
 def call_settings(config: CompileConfig) -> CallSettings:
@@ -84,7 +91,7 @@ def call_settings(config: CompileConfig) -> CallSettings:
         inductor = {k: v for k, v in config.options.items() if read_outside_compile(k)}
         if inductor.get("freezing") and config.scope.compile != ("",):
             _a_graph_per_region(config, accepted, arguments, dynamo)
-    return CallSettings(arguments, dynamo, inductor)
+    return CallSettings(arguments, dynamo, inductor, dict(config.precision))
 
 
 def _a_graph_per_region(
@@ -119,9 +126,10 @@ def _compile_parameters() -> frozenset[str]:
 
 
 def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
-    """Sets ``settings.dynamo`` and ``settings.inductor`` around every call of ``compiled``
-    (an ``OptimizedModule``), in the calling thread; nothing when both are empty."""
-    if not settings.dynamo and not settings.inductor:
+    """Sets ``settings.dynamo``, ``settings.inductor`` and ``settings.precision`` around every
+    call of ``compiled`` (an ``OptimizedModule``), in the calling thread; nothing when all are
+    empty."""
+    if not settings.dynamo and not settings.inductor and not settings.precision:
         return
     # Torch reads its config while it traces and compiles, i.e. during the call, in the
     # calling thread: wrapping the instance `forward` (which OptimizedModule sets to the
@@ -131,7 +139,7 @@ def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
     import torch._inductor.config as inductor_config
 
     inner: Callable[..., Any] = compiled.forward
-    held = [
+    held: list[_Values | _Precision] = [
         _values(module, values)
         for module, values in (
             (torch._dynamo.config, settings.dynamo),
@@ -139,6 +147,8 @@ def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
         )  # fmt: skip
         if values
     ]
+    if settings.precision:
+        held.append(_Precision(settings.precision, _device_type(compiled)))
     backwards = held[::-1]
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -149,7 +159,7 @@ def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
             for values, state in zip(backwards, reversed(states), strict=True):
                 values.leave(state)
 
-    if config_is_per_thread():
+    if config_is_per_thread() and "matmul" not in settings.precision:
         forward = functools.wraps(inner)(call)
     else:
 
@@ -215,6 +225,39 @@ class _ContextValues(_Values):
             self._mark(key)
 
 
+class _Precision:
+    """A config's ``precision`` for the span of a call: an autocast region (entered and left
+    like ``with torch.autocast(...)``) and the float32 matmul precision, put back after."""
+
+    def __init__(self, precision: dict[str, Any], device_type: str) -> None:
+        dtype = precision.get("autocast")
+        self.autocast = (device_type, getattr(torch, dtype)) if dtype else None
+        self.matmul = precision.get("matmul")
+
+    def enter(self) -> Any:
+        region = None
+        if self.autocast is not None:
+            region = torch.autocast(self.autocast[0], dtype=self.autocast[1])
+            region.__enter__()
+        prior = torch.get_float32_matmul_precision() if self.matmul else None
+        if self.matmul:
+            torch.set_float32_matmul_precision(self.matmul)
+        return region, prior
+
+    def leave(self, state: Any) -> None:
+        region, prior = state
+        if prior is not None:
+            torch.set_float32_matmul_precision(prior)
+        if region is not None:
+            region.__exit__(None, None, None)
+
+
+def _device_type(module: torch.nn.Module) -> str:
+    tensors = itertools.chain(module.parameters(), module.buffers())
+    tensor: torch.Tensor | None = next(tensors, None)
+    return "cpu" if tensor is None else tensor.device.type
+
+
 def _values(module: types.ModuleType, values: dict[str, Any]) -> _Values:
     entries = getattr(module, "_config", None) or {}
     hash_dirty = getattr(module, "_hash_dirty_var", None)
@@ -256,11 +299,11 @@ def _warn_serialized() -> None:
         return
     _SERIAL_WARNED.set()
     warnings.warn(
-        f"torch {torch.__version__} keeps its config process-wide, so calls of regions compiled "
-        "by autotune.apply with settings torch reads outside Inductor's compile (Dynamo "
-        "settings, freezing, CUDA graphs) run one at a time: two threads would otherwise "
-        "compile with each other's settings. Upgrade to torch >= 2.12 (per-thread config) to "
-        "run them concurrently.",
+        "calls of regions compiled by autotune.apply that set what torch keeps process-wide "
+        f"(on torch {torch.__version__}: the float32 matmul precision"
+        + ("" if config_is_per_thread() else ", Dynamo settings, freezing, CUDA graphs")
+        + ") run one at a time: two threads would otherwise run with each other's settings."
+        + ("" if config_is_per_thread() else " torch >= 2.12 keeps its config per thread."),
         RuntimeWarning,
         stacklevel=2,
     )

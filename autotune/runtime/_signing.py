@@ -30,13 +30,15 @@ def key() -> bytes | None:
     """The signing key from the environment, or None when it is not set.
 
     Raises:
-        ValueError: It is set but shorter than :data:`MIN_KEY_CHARS` characters.
+        ConfigError: It is set but shorter than :data:`MIN_KEY_CHARS` characters.
     """
+    from autotune.runtime.config import ConfigError
+
     text = os.environ.get(KEY_ENV)
     if not text:
         return None
     if len(text) < MIN_KEY_CHARS:
-        raise ValueError(
+        raise ConfigError(
             f"${KEY_ENV} is {len(text)} characters long; a signing key has at least "
             f"{MIN_KEY_CHARS} (e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`)"
         )

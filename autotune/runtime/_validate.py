@@ -13,7 +13,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-COMPILE_KEYS = ("backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "scope")
+COMPILE_KEYS = (
+    "backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "scope", "precision",
+)  # fmt: skip
+# How a config changes precision (absent: as eager, float32 at "highest"): the dtype of an
+# autocast region around each call, and torch's float32 matmul precision during each call.
+PRECISION_VALUES = {
+    "autocast": ("bfloat16", "float16"),
+    "matmul": ("high", "medium"),
+}
 BEST_REQUIRED = ("schema_version", "autotune_version", "decision", "reason", "config")
 BEST_OPTIONAL = (
     "config_hash", "metrics", "environment", "model", "workload", "source", "cache", "aot",
@@ -141,6 +149,20 @@ def compile_problems(d: Any, where: str) -> list[str]:
             problems += _json_dict_problems(d[key], f"{where}.{key}")
     if "scope" in d:
         problems += scope_problems(d["scope"], f"{where}.scope")
+    if "precision" in d:
+        problems += precision_problems(d["precision"], f"{where}.precision")
+    return problems
+
+
+def precision_problems(d: Any, where: str) -> list[str]:
+    """Problems of a config's ``precision`` (see :data:`PRECISION_VALUES`)."""
+    if not isinstance(d, Mapping):
+        return [expect(where, d, 'an object like {"autocast": "bfloat16"}')]
+    problems = _key_problems(d, tuple(PRECISION_VALUES), where)
+    for key, allowed in PRECISION_VALUES.items():
+        if key in d and d[key] not in allowed:
+            listed = " or ".join(map(repr, allowed))
+            problems.append(expect(f"{where}.{key}", d[key], f"{listed} (absent: as eager)"))
     return problems
 
 

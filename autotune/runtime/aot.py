@@ -71,6 +71,11 @@ def why_not_packaged(
     scope = config.scope
     if config.backend != "inductor":
         return f"the backend is {config.backend!r}, but a package is compiled by Inductor"
+    if config.precision:
+        return (
+            "the config sets precision (an autocast region, a matmul precision) around each "
+            "call, which a package cannot carry"
+        )
     if scope.compile != ("",):
         return f"the scope is regional ({', '.join(scope.compile)}), not the whole model"
     if scope.disable:

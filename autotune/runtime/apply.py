@@ -164,7 +164,7 @@ def apply(
             return packaged
     if best is not None and best.cache and cache is not False:
         _load_cache(best, config, cache, _model_device(model), strict)
-    compiled = compile_module(model, compile_config, allow_unsafe_knobs=allow_unsafe_knobs)
+    compiled = _compile_scope(model, compile_config)  # checked above
     if warmup is not None:
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
@@ -176,10 +176,7 @@ def _require_signature(best: BestConfig, required: bool | None) -> None:
 
     if not _signing.required(required):
         return
-    try:
-        secret = _signing.key()
-    except ValueError as e:
-        raise ConfigError(f"autotune.apply(require_signature=True): {e}") from None
+    secret = _signing.key()
     if secret is None:
         raise ConfigError(
             "autotune.apply(require_signature=True): a signature is required, but "
@@ -300,6 +297,11 @@ def compile_module(
         ScopeError: Module paths the model does not have; the model is left untouched.
     """
     check_config(config, allow_unsafe_knobs)
+    return _compile_scope(model, config)
+
+
+def _compile_scope(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
+    """:func:`compile_module` of a config :func:`check_config` already passed."""
     scope = config.scope
     _raise_for_paths(model, [p for p in scope.compile if p] + list(scope.disable))
     for path in scope.disable:
@@ -366,9 +368,22 @@ def _choose(
 def _compile_one(module: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
     settings = call_settings(config)
     kwargs = {**config.compile_kwargs(), **settings.arguments}
+    if config.backend == "openvino":
+        kwargs["options"] = openvino_options(config)
     compiled = cast(torch.nn.Module, torch.compile(module, **kwargs))
     set_around_calls(compiled, settings)
     return compiled
+
+
+def openvino_options(config: CompileConfig, cache_dir: str | None = None) -> dict[str, Any]:
+    """What ``torch.compile(backend="openvino", options=...)`` gets for ``config``: its
+    inference precision pinned to f32 unless the config sets one (OpenVINO's CPU plugin
+    computes in bf16 on AMX CPUs by default, which a config that claims no precision change
+    must not do)."""
+    from autotune.runtime import _openvino
+
+    options = {"INFERENCE_PRECISION_HINT": "f32", **config.options}
+    return _openvino.compile_options(options, cache_dir)
 
 
 def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[str]) -> None:
@@ -376,6 +391,10 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
     knobs, values of the wrong type, an unknown backend), and :class:`UnsafeKnobError` when it
     sets knobs refused from data that ``allow_unsafe_knobs`` does not name."""
     problems = _backend_problems(config.backend)
+    if config.backend == "openvino":
+        from autotune.runtime import _openvino
+
+        problems += _openvino.option_problems(config.options)
     options = config.options if config.backend == "inductor" else {}
     if options:
         problems += _knob_problems(options, "inductor", "options")
@@ -399,6 +418,12 @@ def _backend_problems(backend: str) -> list[str]:
     try:
         lookup_backend(backend)
     except InvalidBackend:
+        if backend == "openvino":
+            return [
+                "backend: 'openvino' is not installed here; install it with "
+                "`pip install 'autotune[openvino]'` (or `pip install openvino`), or apply "
+                "another entry of the file"
+            ]
         return [f"backend: {backend!r} is not a registered torch.compile backend"]
     return []
 

@@ -113,6 +113,11 @@ class CompileConfig:
         options: Resolved Inductor options (mode preset included), passed as ``options=``.
         dynamo: ``torch._dynamo.config`` settings patched around every call of a compiled region.
         scope: Which modules are compiled and which are kept eager.
+        precision: How the config changes numerics on purpose, set around every call of a
+            compiled region: ``autocast`` (``"bfloat16"``, ``"float16"``: the dtype of an
+            autocast region on the model's device) and ``matmul`` (``"high"``, ``"medium"``:
+            ``torch.set_float32_matmul_precision``, TF32 on CUDA, bf16 matmuls through oneDNN
+            on CPU). Empty: as eager. Searched only under an accuracy contract.
     """
 
     backend: str = "inductor"
@@ -122,6 +127,7 @@ class CompileConfig:
     options: dict[str, Any] = field(default_factory=dict)
     dynamo: dict[str, Any] = field(default_factory=dict)
     scope: Scope = field(default_factory=Scope)
+    precision: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         raw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -130,6 +136,7 @@ class CompileConfig:
         _raise_if(compile_problems(raw, "CompileConfig"), "invalid CompileConfig")
         object.__setattr__(self, "options", _json_copy(self.options))
         object.__setattr__(self, "dynamo", _json_copy(self.dynamo))
+        object.__setattr__(self, "precision", _json_copy(self.precision))
         if isinstance(self.scope, Mapping):
             object.__setattr__(self, "scope", _build_scope(self.scope))
 
@@ -137,8 +144,9 @@ class CompileConfig:
         return hash(self.config_hash())
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form, keys in a stable order (options and dynamo sorted)."""
-        return {
+        """The JSON form, keys in a stable order (options and dynamo sorted); ``precision``
+        only when set, so that a config tuned before precision existed keeps its hash."""
+        d = {
             "backend": self.backend,
             "mode": self.mode,
             "dynamic": self.dynamic,
@@ -147,6 +155,16 @@ class CompileConfig:
             "dynamo": {k: _json_copy(self.dynamo[k]) for k in sorted(self.dynamo)},
             "scope": self.scope.to_dict(),
         }
+        if self.precision:
+            d["precision"] = {k: self.precision[k] for k in sorted(self.precision)}
+        return d
+
+    @property
+    def changes_precision(self) -> bool:
+        """The config computes in a lower precision than eager float32 on purpose: it sets
+        ``precision``, or a backend's own inference precision below f32."""
+        hint = self.options.get("INFERENCE_PRECISION_HINT") if self.backend != "inductor" else None
+        return bool(self.precision) or hint not in (None, "f32")
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "config") -> CompileConfig:
@@ -177,6 +195,10 @@ class CompileConfig:
             parts.append(f"scope={_brief_paths(self.scope.compile)}")
         if self.scope.disable:
             parts.append(f"eager={_brief_paths(self.scope.disable)}")
+        if "autocast" in self.precision:
+            parts.append(f"autocast={self.precision['autocast']}")
+        if "matmul" in self.precision:
+            parts.append(f"matmul={self.precision['matmul']}")
         return " ".join(parts)
 
     def compile_kwargs(self) -> dict[str, Any]:
@@ -587,33 +609,24 @@ def _write_atomically(target: Path, text: str) -> None:
 # --- signatures (see _signing) ---
 
 
-def _signing_key() -> bytes | None:
-    from autotune.runtime import _signing
-
-    try:
-        return _signing.key()
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-
-
 def _signed(entry: dict[str, Any]) -> dict[str, Any]:
     """``entry`` (a JSON form) with a fresh signature when a signing key is set: the process
     writing the file vouches for every entry it writes."""
-    secret = _signing_key()
-    if secret is None:
-        return entry
     from autotune.runtime import _signing
 
+    secret = _signing.key()
+    if secret is None:
+        return entry
     return {**entry, "signature": _signing.sign(entry, secret)}
 
 
 def _check_signature(best: BestConfig, source: str) -> None:
     """An entry signed with this process's key must still match its signature."""
-    secret = _signing_key() if best.signature else None
-    if secret is None:
-        return
     from autotune.runtime import _signing
 
+    secret = _signing.key() if best.signature else None
+    if secret is None:
+        return
     assert best.signature is not None
     if best.signature.get("key_id") != _signing.key_id(secret):
         return  # another key's: required signatures are checked where they are required

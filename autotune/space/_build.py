@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.space import _graph, _presets, _unsafe
+from autotune.space import _graph, _levers, _presets, _unsafe
 from autotune.space._knob import Knob, did_you_mean, parse_knob
 from autotune.space._validate import (
     LAYERS,
@@ -25,6 +26,7 @@ TOP_KEYS = (
     "extends",
     "remove",
     "allow_numerics_changes",
+    "accuracy_contract",
     "presets",
     _unsafe.KEY,
 )
@@ -40,6 +42,7 @@ class Built:
     notes: list[str] = field(default_factory=list)
     presets: list[_presets.Preset] = field(default_factory=list)
     unsafe_knobs: tuple[str, ...] = ()  # knobs refused from data that the space opts into
+    left_out: list[Knob] = field(default_factory=list)  # [precision] without a contract
 
 
 def build(
@@ -48,14 +51,22 @@ def build(
     workload: str,
     allow_numerics: bool,
     vouched: Collection[str] | None = None,
+    contract: bool = False,
+    builtin: bool = False,
 ) -> Built:
     """Parses and validates every knob of ``raw`` against the installed torch; ``vouched``
-    as in :func:`autotune.space._unsafe.problems` (None: a file the user named)."""
+    as in :func:`autotune.space._unsafe.problems` (None: a file the user named). ``contract``:
+    the study states an accuracy contract (the ``[precision]`` knobs are searched);
+    ``builtin``: a space of autotune's own, whose backends not installed here are left out."""
     out = Built(problems=_top_problems(raw))
     broken: set[str] = set()
     opted = _unsafe.declared(raw, out.problems)
     knobs = _parse_knobs(raw, out.problems, broken)
-    context = make_context(device, workload, knobs)
+    contract = contract or raw.get("accuracy_contract") is True
+    declared_knobs = knobs  # presets may name a backend left out here
+    if builtin:
+        knobs = _installed_backends(knobs, out.notes)
+    context = make_context(device, workload, knobs, contract)
     allowed = allow_numerics or raw.get("allow_numerics_changes") is True
     for knob in knobs:
         possible = _graph.static_value(knob, context) is not False
@@ -69,9 +80,13 @@ def build(
     )
     out.problems += unsafe
     out.problems += _graph.condition_problems(knobs, broken)
-    out.knobs = [k for k in knobs if allowed or not k.numerics]
+    out.knobs = [
+        k for k in knobs if (allowed or not k.numerics) and (contract or k.layer != "precision")
+    ]
+    out.left_out = [k for k in knobs if k.layer == "precision" and not contract]
     out.notes += _numerics_note(knobs, allowed) + _backend_note(knobs)
-    declared, found = _presets.parse(raw.get("presets"), knobs)
+    out.notes += _precision_note(knobs, contract)
+    declared, found = _presets.parse(raw.get("presets"), declared_knobs)
     out.problems += found
     if not out.problems:
         out.presets, notes = _usable_presets(declared, out.knobs, context)
@@ -92,13 +107,32 @@ def _usable_presets(
     for preset in named.values():
         numerics = [param for param in preset.values if param not in searched]
         if numerics:
+            why = (
+                "state an accuracy contract with --accuracy to measure it"
+                if all(p.startswith("precision.") for p in numerics)
+                else "pass --allow-numerics-changes to measure it"
+            )
             notes.append(
                 f"preset {preset.name!r} is not measured: it sets {', '.join(numerics)}, "
-                "which change numerics (pass --allow-numerics-changes to measure it)"
+                f"which change numerics ({why})"
             )
             continue
+        offered = _offered(preset, knobs)
+        if offered:
+            notes.append(f"preset {preset.name!r} is not measured here: {offered}")
+            continue
         _, inactive = _presets.assign(preset, plan, context)
-        if inactive:
+        by_param = {k.param: k for k in knobs}
+        if (
+            inactive
+            and not context["accuracy_contract"]
+            and any("accuracy_contract" in (by_param[p].when or "") for p in inactive)
+        ):
+            notes.append(
+                f"preset {preset.name!r} is measured only under an accuracy contract: it sets "
+                f"{', '.join(inactive)}, which changes numerics (state one with --accuracy)"
+            )
+        elif inactive:
             notes.append(
                 f"preset {preset.name!r} is not measured here: {', '.join(inactive)} is off "
                 f"for {context['device']} / {context['workload']}"
@@ -115,14 +149,53 @@ def _declared_type(layer: str, name: str) -> Any:
         return None
 
 
-def make_context(device: str, workload: str, knobs: list[Knob]) -> dict[str, Any]:
+def make_context(
+    device: str, workload: str, knobs: list[Knob], contract: bool = False
+) -> dict[str, Any]:
     """The values of the context names conditions may read."""
-    reads_widths = any(k.when is not None and "cpu_vector_widths" in k.when for k in knobs)
+    reads = " ".join(k.when for k in knobs if k.when is not None)
     return {
         "device": device.split(":")[0],
         "workload": workload,
-        "cpu_vector_widths": vector_widths() if reads_widths else [],
+        "cpu_vector_widths": vector_widths() if "cpu_vector_widths" in reads else [],
+        **_levers.context(device, contract, reads),
     }
+
+
+def _installed_backends(knobs: list[Knob], notes: list[str]) -> list[Knob]:
+    """A built-in space's ``compile.backend`` without the backends not installed here."""
+    out = []
+    for knob in knobs:
+        missing = [v for v in knob.values() if not _levers.installed(str(v))]
+        if knob.param == "compile.backend" and missing:
+            kept = tuple(v for v in knob.values() if v not in missing)
+            for name in missing:
+                notes.append(
+                    f"backend {name!r} is not searched: it is not installed here "
+                    f"({_levers.EXTRA_BACKENDS.get(str(name), 'install it')} to search it)"
+                )
+            knob = dataclasses.replace(knob, choices=kept)
+        out.append(knob)
+    return out
+
+
+def _offered(preset: _presets.Preset, knobs: list[Knob]) -> str:
+    """Why a preset names a value the (narrowed) space does not offer; empty if it does."""
+    by_param = {k.param: k for k in knobs}
+    for param, value in preset.values.items():
+        knob = by_param.get(param)
+        if knob is not None and not _presets.offers(knob, value):
+            return f"{param} = {value!r} is not offered (not installed, or left out)"
+    return ""
+
+
+def _precision_note(knobs: list[Knob], contract: bool) -> list[str]:
+    group = [k.param for k in knobs if k.layer == "precision"]
+    if not group or contract:
+        return []
+    return [
+        f"the [precision] knobs ({', '.join(group)}) are not searched; {_levers.CONTRACT_HINT}"
+    ]
 
 
 def _top_problems(raw: dict[str, Any]) -> list[str]:
@@ -134,9 +207,10 @@ def _top_problems(raw: dict[str, Any]) -> list[str]:
     for key in ("name", "description"):
         if key in raw and not isinstance(raw[key], str):
             problems.append(f"{key} must be a string, got {raw[key]!r}")
-    flag = raw.get("allow_numerics_changes", False)
-    if not isinstance(flag, bool):
-        problems.append(f"allow_numerics_changes must be true or false, got {flag!r}")
+    for key in ("allow_numerics_changes", "accuracy_contract"):
+        flag = raw.get(key, False)
+        if not isinstance(flag, bool):
+            problems.append(f"{key} must be true or false, got {flag!r}")
     return problems
 
 

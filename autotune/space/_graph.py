@@ -11,14 +11,17 @@ from autotune.space._condition import CONTEXT_NAMES, Condition
 from autotune.space._knob import Knob, did_you_mean
 from autotune.space._validate import value_problems
 
-CONTEXT_VALUES: dict[str, tuple[str, ...]] = {
+CONTEXT_VALUES: dict[str, tuple[Any, ...]] = {
     "device": ("cpu", "cuda"),
     "workload": ("infer", "train"),
+    "accuracy_contract": (True, False),
 }
 MAX_CONTROLLER_VALUES = 10_000
 # Inductor knobs and compile.mode mean nothing to another backend: with a backend choice they
 # are suggested only when the backend is inductor.
 _INDUCTOR_ONLY = _condition.parse("compile.backend == 'inductor'")
+# A backend's own options mean something to that backend only.
+_OPENVINO_ONLY = _condition.parse("compile.backend == 'openvino'")
 _Memo = dict[tuple[int, frozenset[tuple[str, Any]]], int]
 
 
@@ -119,6 +122,8 @@ def _conditions(knob: Knob, params: set[str]) -> tuple[Condition, ...]:
     inductor_only = knob.layer == "inductor" or knob.param == "compile.mode"
     if inductor_only and "compile.backend" in params:
         found.append(_INDUCTOR_ONLY)
+    if knob.layer == "openvino":
+        found.append(_OPENVINO_ONLY)
     return tuple(found)
 
 

@@ -14,6 +14,7 @@ from autotune.runtime.config import CompileConfig
 from autotune.space import _build, _extends, _file, _graph, _presets, _unsafe
 from autotune.space._file import SpaceError
 from autotune.space._knob import Knob
+from autotune.space._levers import PRECISION_DEFAULTS
 from autotune.space._validate import NUMERICS_KNOBS, sets_numerics_knob
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class SearchSpace:
         preset_table: The file's ``[presets]`` table as written (``extends`` merged).
         unsafe_knobs: Knobs refused from data that the space opts into (its ``[unsafe]``
             table, honoured for a file the user named; see :mod:`autotune.space._unsafe`).
+        accuracy_contract: The study states an accuracy contract: the ``[precision]`` knobs
+            are searched, and conditions read ``accuracy_contract`` as true.
     """
 
     name: str
@@ -47,6 +50,10 @@ class SearchSpace:
     presets: tuple[_presets.Preset, ...] = field(default=(), compare=False)
     preset_table: dict[str, Any] = field(default_factory=dict, compare=False)
     unsafe_knobs: tuple[str, ...] = ()
+    accuracy_contract: bool = False
+    # Knobs of the file not searched here ([precision] without a contract): stored with the
+    # space all the same, so that a process reading it back says why they are not searched.
+    left_out: tuple[Knob, ...] = field(default=(), compare=False)
 
     @property
     def searches_numerics(self) -> bool:
@@ -64,7 +71,9 @@ class SearchSpace:
 
     @cached_property
     def _context(self) -> dict[str, Any]:
-        return _build.make_context(self.device, self.workload, list(self.knobs))
+        return _build.make_context(
+            self.device, self.workload, list(self.knobs), self.accuracy_contract
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved space (``extends`` merged), in the file format; stored with the study."""
@@ -73,11 +82,23 @@ class SearchSpace:
             tables["description"] = self.description
         if self.searches_numerics:
             tables["allow_numerics_changes"] = True
-        for knob in self.knobs:
+        if self.accuracy_contract:
+            tables["accuracy_contract"] = True
+        for knob in (*self.knobs, *self.left_out):
             group = tables.setdefault("numerics", {}) if knob.numerics else tables
             group.setdefault(knob.layer, {})[knob.name] = knob.to_value()
-        if self.preset_table:  # a list: the order is kept where stored keys are sorted
-            tables["presets"] = _presets.as_list(self.preset_table)
+        # Presets naming knobs or values the space leaves out here ([precision] without a
+        # contract, a backend not installed) are not stored: they cannot be measured, and a
+        # stored space names only what it offers.
+        by_param = {k.param: k for k in self.knobs}
+        table = {
+            name: values
+            for name, values in self.preset_table.items()
+            if isinstance(values, dict)
+            and all(p in by_param and _presets.offers(by_param[p], v) for p, v in values.items())
+        }
+        if table:  # a list: the order is kept where stored keys are sorted
+            tables["presets"] = _presets.as_list(table)
         if self.unsafe_knobs:
             tables[_unsafe.KEY] = {"knobs": list(self.unsafe_knobs)}
         return tables
@@ -113,10 +134,12 @@ class SearchSpace:
         return config_from_values(dict(preset.values))
 
     def relaxes_numerics(self, config: CompileConfig) -> bool:
-        """True when ``config`` sets a numerics-changing knob (one of the ``[numerics]`` group,
-        or a knob known to change numerics) to a value other than torch's default."""
+        """True when ``config`` changes numerics on purpose: it sets a numerics-changing knob
+        (one of the ``[numerics]`` group, or a knob known to change numerics) to a value other
+        than torch's default, or a lower precision (see
+        :attr:`~autotune.runtime.config.CompileConfig.changes_precision`)."""
         numerics = {k.param for k in self.knobs if k.numerics} | NUMERICS_KNOBS
-        return sets_numerics_knob(config, numerics)
+        return sets_numerics_knob(config, numerics) or config.changes_precision
 
 
 def config_from_values(values: dict[str, Any]) -> CompileConfig:
@@ -132,13 +155,21 @@ def config_from_values(values: dict[str, Any]) -> CompileConfig:
     if backend == "inductor":
         options = dict(torch._inductor.list_mode_options(mode))
         options.update(_layer(values, "inductor"))
+        options = _non_default(options, torch._inductor.config)
+    elif backend == "openvino":
+        # Pinned unless searched: OpenVINO's CPU plugin computes in bf16 on AMX by default.
+        options = {"INFERENCE_PRECISION_HINT": "f32", **_layer(values, "openvino")}
+    precision = {
+        k: v for k, v in _layer(values, "precision").items() if v != PRECISION_DEFAULTS.get(k)
+    }
     return CompileConfig(
         backend=backend,
         mode=mode if backend == "inductor" else "default",
         dynamic=None if dynamic == "auto" else bool(dynamic),
         fullgraph=bool(compile_.get("fullgraph", False)),
-        options=_non_default(options, torch._inductor.config),
+        options=options,
         dynamo=_non_default(_layer(values, "dynamo"), torch._dynamo.config),
+        precision=precision,
     )
 
 
@@ -154,6 +185,7 @@ def load_space(
     *,
     workload: str = "infer",
     allow_numerics_changes: bool = False,
+    accuracy_contract: bool = False,
 ) -> SearchSpace:
     """Reads, validates (against the installed torch) and returns a search space.
 
@@ -162,6 +194,8 @@ def load_space(
         device: ``cpu``, ``cuda`` or ``cuda:N``: validation and conditions depend on it.
         workload: What is measured; conditions may read it.
         allow_numerics_changes: Also search the ``[numerics]`` group.
+        accuracy_contract: The study states an accuracy contract: also search the
+            ``[precision]`` knobs (see :mod:`autotune.space._levers`).
 
     Raises:
         SpaceError: Listing every problem of the file (and of the spaces it extends) at once.
@@ -172,7 +206,11 @@ def load_space(
     """
     path = _file.resolve(name_or_path)
     raw, problems = _extends.resolve(_file.read(path), path.parent)
-    return _make(raw, problems, device, str(path), workload, allow_numerics_changes, None)
+    builtin = path.resolve().parent == _file.BUILTIN_DIR.resolve()
+    return _make(
+        raw, problems, device, str(path), workload, allow_numerics_changes, None,
+        contract=accuracy_contract, builtin=builtin,
+    )  # fmt: skip
 
 
 def space_from_dict(
@@ -211,8 +249,11 @@ def _make(
     workload: str,
     allow_numerics: bool,
     vouched: Collection[str] | None,
+    *,
+    contract: bool = False,
+    builtin: bool = False,
 ) -> SearchSpace:
-    built = _build.build(raw, device, workload, allow_numerics, vouched)
+    built = _build.build(raw, device, workload, allow_numerics, vouched, contract, builtin)
     problems = problems + built.problems
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
@@ -233,6 +274,8 @@ def _make(
         presets=tuple(built.presets),
         preset_table=dict(_presets.as_table(raw.get("presets")) or {}) if not problems else {},
         unsafe_knobs=built.unsafe_knobs,
+        accuracy_contract=contract or raw.get("accuracy_contract") is True,
+        left_out=tuple(built.left_out),
     )
 
 

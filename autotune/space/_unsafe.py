@@ -19,6 +19,7 @@ from collections.abc import Collection
 from typing import Any
 
 from autotune.runtime import _safety
+from autotune.space import _levers
 from autotune.space._knob import Knob
 
 KEY = "unsafe"
@@ -63,14 +64,16 @@ def problems(
             from a database, the knobs the command line names (only those count).
         types_of: ``(layer, name) -> declared type``.
     """
-    honoured = [p for p in opted if vouched is None or p in vouched]
+    params = {k.param for k in knobs}
+    honoured = [p for p in opted if (vouched is None or p in vouched) and p in params]
     found = [
         f"[unsafe] names {p}, which is not a knob of this space: drop it"
         for p in opted
-        if p not in {k.param for k in knobs}
+        if p not in params
     ]
     for knob in knobs:
-        if knob.layer == "compile" or knob.param in honoured:
+        # The lever layers take values from closed lists only (autotune.space._levers).
+        if knob.layer in ("compile", *_levers.LAYERS) or knob.param in honoured:
             continue
         declared_type = types_of(knob.layer, knob.name)
         why = next(
@@ -89,4 +92,4 @@ def problems(
         else:
             remedy = "remove it from the space"
         found.append(f"{knob.param} {why}; autotune never takes it from data ({remedy})")
-    return found, tuple(p for p in honoured if p in {k.param for k in knobs})
+    return found, tuple(honoured)

@@ -7,13 +7,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from autotune.runtime._safety import GEMM_BACKEND_LISTS, GEMM_BACKENDS
-from autotune.space import _types
+from autotune.space import _levers, _types
 from autotune.space._knob import Knob, did_you_mean
 
 if TYPE_CHECKING:
     from autotune.runtime.config import CompileConfig
 
-LAYERS = ("compile", "inductor", "dynamo")
+LAYERS = ("compile", "inductor", "dynamo", *_levers.LAYERS)
 NUMERICS_LAYERS = ("inductor", "dynamo")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 COMPILE_KEYS = ("backend", "mode", "dynamic", "fullgraph")
@@ -85,6 +85,8 @@ _MAX_CHECKED = 4096
 def knob_problems(knob: Knob, device: str, machine_checks: bool = True) -> list[str]:
     """Every problem of one knob; ``machine_checks=False`` skips the checks of this CPU."""
     values = _checked_values(knob)
+    if knob.layer in _levers.LAYERS:  # device checks only where the knob can be suggested
+        return _levers.problems(knob, device if machine_checks else "any")
     if knob.layer == "compile":
         if knob.range is not None:
             return [f"compile.{knob.name}: give a list of choices, not a range"]
@@ -122,6 +124,8 @@ def describe_knob(knob: Knob) -> tuple[str, Any]:
     """The knob's type and default on the installed torch, e.g. ``("int | None", None)``."""
     if knob.layer == "compile":
         return _COMPILE_TYPES[knob.name], COMPILE_DEFAULTS[knob.name]
+    if knob.layer in _levers.LAYERS:
+        return _levers.describe(knob)
     config = torch_config(knob.layer)
     return _types.describe(config.get_type(knob.name)), config.get_config_copy()[knob.name]
 
@@ -130,6 +134,8 @@ def value_problems(layer: str, name: str, value: Any) -> list[str]:
     """Why ``layer.name`` cannot take ``value`` on the installed torch; empty if it can."""
     if layer == "compile":
         return _check_compile(name, [value])
+    if layer in _levers.LAYERS:
+        return _levers.problems(Knob(layer, name, (value,)), "any")
     return _check_config(layer, name, [value]) or _bounds(f"{layer}.{name}", [value])
 
 
@@ -154,9 +160,11 @@ def _check_compile(name: str, values: list[Any]) -> list[str]:
     if name == "backend":
         known = set(torch._dynamo.list_backends(exclude_tags=()))
         return [
-            f"{key}: {v!r} is not a backend of this torch{did_you_mean(str(v), known)}"
+            f"{key}: {v!r} is not installed here ({_levers.EXTRA_BACKENDS[v]})"
+            if v in _levers.EXTRA_BACKENDS
+            else f"{key}: {v!r} is not a backend of this torch{did_you_mean(str(v), known)}"
             for v in values
-            if v not in known
+            if v not in known or not _levers.installed(str(v))
         ]
     if name == "dynamic":
         return [

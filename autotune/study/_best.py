@@ -266,8 +266,12 @@ def _file(
             "batch_size": record.batch_size if record is not None else None,
             "max_latency_s": settings.max_latency_s,
             "seed": settings.seed,  # the weights and inputs it was measured with
-            # the config was held to the looser gate of --allow-numerics-changes
+            # the config was held to the looser gate of --allow-numerics-changes, or to the
+            # accuracy contract below
             "relaxed_numerics": record is not None and record.relaxed_numerics,
+            # the accuracy contract the study stated (autotune._contract): verify holds the
+            # config to it again
+            "accuracy": settings.accuracy,
         },
         source={
             "study": study,
@@ -294,7 +298,22 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
     }
     if r.batch_size is not None:
         metrics["samples_per_s"] = r.samples_per_s()
+    metrics.update(error_metrics(r.result.get("accuracy")))
     return metrics
+
+
+def error_metrics(accuracy: Any) -> dict[str, float]:
+    """A trial's measured error against eager fp32, as the file's ``error_*`` metrics (finite
+    values only: the file holds numbers)."""
+    if not isinstance(accuracy, dict):
+        return {}
+    found = {}
+    for name in ("max_abs", "max_rel", "cosine", "accuracy"):
+        value = accuracy.get(name, accuracy.get(f"{name}_diff"))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if math.isfinite(value):
+                found[f"error_{name}"] = float(value)
+    return found
 
 
 def why_none(records: list[TrialRecord]) -> str:

@@ -68,15 +68,22 @@ def finalist_records(finalists: list[Finalist], warm_start: bool = False) -> lis
 
 
 def pick_finalists(
-    records: list[TrialRecord], objective: Objective, top: int
+    records: list[TrialRecord], objective: Objective, top: int, best_exact: bool = False
 ) -> list[TrialRecord]:
     """The ``top`` candidates by the objective, plus default torch.compile when it ran (the
-    best-scoring one, when a throughput study measured it at several batch sizes)."""
-    pool = sorted(
+    best-scoring one, when a throughput study measured it at several batch sizes).
+
+    ``best_exact`` (a study under an accuracy contract): the best candidate that changes no
+    numerics joins them, so that the round shows what the contract buys beside it."""
+    ranked = sorted(
         (r for r in candidates(records) if r.baseline is None),
         key=lambda r: objective.score(r) or 0.0,
         reverse=True,
-    )[:top]
+    )
+    pool = ranked[:top]
+    exact = next((r for r in ranked if not r.relaxed_numerics), None)
+    if best_exact and exact is not None and exact not in pool:
+        pool.append(exact)
     default = best_default(records, objective)
     return pool + ([default] if default is not None else []) if pool else []
 

@@ -225,7 +225,9 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
         rule = PickRule.parse(settings.pick or "fastest")
         chosen = pareto_finalists(records, settings.pareto, rule, settings.finalists)
     else:
-        chosen = pick_finalists(records, Objective.of(settings), settings.finalists)
+        chosen = pick_finalists(
+            records, Objective.of(settings), settings.finalists, settings.accuracy is not None
+        )
     presets = measured_presets(records, settings)
     if chosen:
         chosen += presets if settings.preset_finalists == "all" else presets[:1]

@@ -45,6 +45,7 @@ OPTIONS = {
     "warm_start": "--warm-start",
     "batch_sizes": "--batch-sizes",
     "max_latency_s": "--max-latency-ms",
+    "accuracy": "--accuracy",
 }
 
 
@@ -92,6 +93,10 @@ class StudySettings:
     max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
     model_sha256: str | None = None  # the model file's content when the study was created
     triton_version: str | None = None
+    # The accuracy contract the user states (autotune._contract, canonical text): a
+    # config that changes numerics on purpose (precision, fast math, a backend's bf16) is held
+    # to it; None: such configs are not searched, and the gate is eager's.
+    accuracy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -133,6 +138,7 @@ class StudySettings:
             cache_dir=cache_dir,
             relaxed_numerics=relaxed_numerics,
             batch_size=batch_size,
+            accuracy=self.accuracy,
         )
 
     @classmethod

@@ -160,6 +160,7 @@ RULES: dict[str, Check] = {
     "warm_start": _flag,
     "batch_sizes": _optional(_batch_sizes),
     "max_latency_s": _optional(_number(rules.positive_float)),
+    "accuracy": _optional(_string(rules.accuracy)),
     "model_sha256": _optional(_text),
     "triton_version": _optional(_text),
 }

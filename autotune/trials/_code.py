@@ -11,7 +11,9 @@ run_and_get_code`` uses.
 The identity is that code plus what changes how the same code is built or runs: the backend,
 ``dynamic``, ``fullgraph``, the Dynamo settings, the scope, the Inductor options that set the C++
 compiler's flags (the same source built with ``-funsafe-math-optimizations`` is another
-kernel), those that wrap the compiled graph at run time (CUDA graphs) and the batch size. It is
+kernel), those that wrap the compiled graph at run time (CUDA graphs), the config's precision
+(``torch.set_float32_matmul_precision`` changes what an extern GEMM call computes, not the code
+that calls it) and the batch size. It is
 conservative: code that differs only in a comment or a kernel's name counts as different.
 """
 
@@ -77,6 +79,8 @@ def code_identity(config: CompileConfig, batch_size: int | None, codes: list[str
         "batch_size": batch_size,
         "code": [hashlib.sha256(_normalized(code).encode()).hexdigest() for code in codes],
     }
+    if config.precision:  # the matmul precision runs the same extern GEMM call differently
+        payload["precision"] = described["precision"]
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 

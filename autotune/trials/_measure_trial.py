@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from autotune import measure
+from autotune._contract import parse_contract, report_errors
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
@@ -24,7 +25,14 @@ from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
 from autotune.trials._phase import write_phase
 from autotune.trials._spec import TrialResult, TrialSpec
-from autotune.workload import Call, build_calls, build_model, describe_calls, load_model_file
+from autotune.workload import (
+    Call,
+    accuracy_metric,
+    build_calls,
+    build_model,
+    describe_calls,
+    load_model_file,
+)
 
 WORKLOADS = ("infer", "train")
 _EAGER_STEPS = "two eager training steps from the same weights and seed"
@@ -35,6 +43,16 @@ class Workload:
     model: torch.nn.Module
     calls: list[Call]
     reference: Any  # eager outputs of one sweep, cloned
+    metric: Callable[[Any, Any], float] | None = None  # the model file's accuracy()
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """The gate's verdict on a configuration's outputs, and what is recorded of it."""
+
+    ok: bool
+    detail: str
+    accuracy: dict[str, Any]
 
 
 def measure_trial(spec: TrialSpec) -> TrialResult:
@@ -78,9 +96,10 @@ def _setup(spec: TrialSpec) -> Workload:
         calls = build_calls(module, spec.device, spec.batch_size)
         model.eval()
         reference = measure.clone_outputs(_sweep(model, calls))
+        metric = accuracy_metric(module) if spec.accuracy else None
     except Exception as exc:
         raise TrialFailure("model_error", str(exc)) from exc
-    return Workload(model, calls, reference)
+    return Workload(model, calls, reference, metric)
 
 
 def _compile_and_time(
@@ -97,7 +116,9 @@ def _compile_and_time(
     with output_code() as codes:
         target, compile_s = _compile(spec, config, work)
     facts["phases"]["compile_s"] = time.perf_counter() - started
-    report = measure.compare_outputs(work.reference, target.outputs, relaxed=spec.relaxed_numerics)
+    if target.backend is not None:
+        facts["backend_conversion"] = target.backend
+    report = _judge(spec, work, target.outputs)
     _raise_unless_correct(report, config, "two eager calls")
     _raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
@@ -118,6 +139,29 @@ def _compile_and_time(
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
 
+def _judge(spec: TrialSpec, work: Workload, outputs: list[Any]) -> _Judged:
+    """Holds ``outputs`` to the study's accuracy contract when the config changes numerics on
+    purpose and the study states one; else to eager's gate (10x looser for a config that
+    changes numerics without a contract). Every contract metric is recorded either way."""
+    contract = parse_contract(spec.accuracy) if spec.accuracy else None
+    try:
+        if contract is not None and spec.relaxed_numerics:
+            verdict = contract.judge(work.reference, outputs, work.metric)
+            to = {"held_to": "contract", "contract": str(contract), "relaxed": True}
+            return _Judged(verdict.ok, verdict.detail, {**verdict.errors, **to})
+        report = measure.compare_outputs(work.reference, outputs, relaxed=spec.relaxed_numerics)
+        errors = report_errors(report)
+        if contract is not None and contract.custom is not None and work.metric is not None:
+            errors.update(contract.judge(work.reference, outputs, work.metric).errors)
+    except Exception as exc:  # the model file's accuracy() broke its contract
+        raise TrialFailure("model_error", str(exc)) from exc
+    held = "relaxed" if spec.relaxed_numerics else "eager"
+    accuracy: dict[str, Any] = {**errors, "held_to": held, "relaxed": spec.relaxed_numerics}
+    if contract is not None:
+        accuracy["contract"] = str(contract)
+    return _Judged(report.ok, report.detail, accuracy)
+
+
 def _equivalent(
     spec: TrialSpec, config: CompileConfig | None, codes: list[str], facts: dict[str, Any]
 ) -> int | None:
@@ -130,7 +174,7 @@ def _equivalent(
 
 def _equivalent_result(
     compile_s: float | None,
-    report: measure.AccuracyReport,
+    report: measure.AccuracyReport | _Judged,
     facts: dict[str, Any],
     relaxed: bool,
     same: int,
@@ -240,7 +284,7 @@ def _train_trial(
 
 
 def _raise_unless_correct(
-    report: measure.AccuracyReport, config: CompileConfig | None, eager_runs: str
+    report: measure.AccuracyReport | _Judged, config: CompileConfig | None, eager_runs: str
 ) -> None:
     if report.ok:
         return
@@ -256,7 +300,7 @@ def _raise_unless_correct(
 def _ok_result(
     compile_s: float | None,
     timing: measure.Timing,
-    report: measure.AccuracyReport,
+    report: measure.AccuracyReport | _Judged,
     facts: dict[str, Any],
     relaxed: bool,
 ) -> TrialResult:
@@ -281,7 +325,15 @@ def _ok_result(
     )
 
 
-def _accuracy(report: measure.AccuracyReport, relaxed: bool) -> dict[str, Any]:
+def _accuracy(report: measure.AccuracyReport | _Judged, relaxed: bool) -> dict[str, Any]:
+    """What a result records of the gate: ``max_abs_diff``/``max_rel_diff`` as always, with
+    every contract metric (``max_abs``, ``max_rel``, ``cosine``, ``accuracy``) and what the
+    outputs were held to, when the gate was :func:`_judge`'s."""
+    if isinstance(report, _Judged):
+        recorded = dict(report.accuracy)
+        recorded["max_abs_diff"] = recorded.get("max_abs")
+        recorded["max_rel_diff"] = recorded.get("max_rel")
+        return recorded
     return {
         "max_abs_diff": report.max_abs_diff,
         "max_rel_diff": report.max_rel_diff,
@@ -293,6 +345,7 @@ def _accuracy(report: measure.AccuracyReport, relaxed: bool) -> dict[str, Any]:
 class _Target:
     fn: Callable[..., Any]
     outputs: Any
+    backend: str | None = None  # what the backend converted (OpenVINO's summary), if watched
 
 
 def _compile(
@@ -304,15 +357,44 @@ def _compile(
     try:
         whole = config.scope.compile == ("",) and not config.scope.disable
         model = work.model if whole else copy.deepcopy(work.model)
-        compiled = compile_module(model, config, allow_unsafe_knobs=spec.allow_unsafe_knobs)
-        outputs, total = [], 0.0
-        for call in work.calls:
-            out, seconds = measure.time_first_call(partial(_one, compiled, call), spec.device)
-            outputs.append(measure.clone_outputs(out))
-            total += seconds
+        with _watch_backend(config) as conversion:
+            compiled = compile_module(model, config, allow_unsafe_knobs=spec.allow_unsafe_knobs)
+            outputs, total = [], 0.0
+            for call in work.calls:
+                out, seconds = measure.time_first_call(partial(_one, compiled, call), spec.device)
+                outputs.append(measure.clone_outputs(out))
+                total += seconds
     except Exception as exc:
         raise classify(exc, config) from exc
-    return _Target(compiled, outputs), total
+    _raise_on_fallback(conversion)
+    summary = conversion.summary() if conversion is not None else None
+    return _Target(compiled, outputs, summary), total
+
+
+def _watch_backend(config: CompileConfig) -> Any:
+    """What the backend did with each graph, for a backend that falls back silently
+    (OpenVINO); None (nothing watched) for the others."""
+    import contextlib
+
+    if config.backend != "openvino":
+        return contextlib.nullcontext()
+    from autotune.runtime import _openvino
+
+    _openvino.reset()
+    return _openvino.watch()
+
+
+def _raise_on_fallback(conversion: Any) -> None:
+    """A trial whose backend left ops or graphs to torch or Inductor measured a mix, not that
+    backend: a ``backend_fallback`` failure naming the share it did run."""
+    if conversion is None or not conversion.fallback:
+        return
+    first = next((g.error for g in conversion.graphs if g.error), None)
+    why = f"; first cause: {first.splitlines()[0][:300]}" if first else ""
+    raise TrialFailure(
+        "backend_fallback",
+        f"{conversion.summary()}: part of the model ran outside OpenVINO{why}",
+    )
 
 
 def _time(

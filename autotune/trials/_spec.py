@@ -17,6 +17,9 @@ FAILURE_KINDS = (
     "memory_budget",  # ran and matched eager, but its peak memory broke --memory-budget
     "latency_budget",  # ran and matched eager, but one call took longer than --max-latency-ms
     "recompile_storm",  # hit Dynamo's recompile limit: new shapes silently ran eager
+    # a backend left some of the model to another (OpenVINO: ops or whole graphs run by torch
+    # or Inductor): whatever it measured is not that backend's result
+    "backend_fallback",
 )
 
 
@@ -66,7 +69,10 @@ class TrialSpec:
     budget_s: float = 600.0
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     cache_dir: str | None = None
-    relaxed_numerics: bool = False  # the config relaxes numerics: looser correctness gate
+    relaxed_numerics: bool = False  # the config changes numerics on purpose: looser gate
+    # The study's accuracy contract (autotune._contract): a config that changes numerics
+    # is held to it instead of the 10x looser gate; every trial records its metrics.
+    accuracy: str | None = None
     batch_size: int | None = None  # get_inputs(device, batch_size); None: get_inputs(device)
     progress_path: str | None = None  # where the trial writes its phase for a live display
     # Code identities already measured in the study, to the trial that measured them: a trial
@@ -123,6 +129,8 @@ class TrialResult:
     code_hash: str | None = None  # the identity of the generated code (autotune.trials._code)
     equivalent_of: int | None = None  # the trial whose identical code was timed instead
     pruned: bool = False  # timing stopped early: clearly slower than the best so far
+    # What a backend that falls back silently converted (OpenVINO: graphs, ops in it and not)
+    backend_conversion: str | None = None
 
     @property
     def ok(self) -> bool:

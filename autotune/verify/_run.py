@@ -77,6 +77,7 @@ def verify(
         budget_s=budget_s,
         measure=MeasureSettings(target_seconds=measure_seconds).precise(precision),
         allow_unsafe_knobs=list(allow_unsafe_knobs),
+        accuracy=_contract(best),
     )
     measured = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
     return build_report(best, device, measured, tolerance)
@@ -155,10 +156,28 @@ def _refuse_unsafe(best: BestConfig, allowed: Collection[str]) -> None:
 
     if best.config is None:
         return
-    lines = _safety.problems(best.config.options, best.config.dynamo, allowed)
+    # Another backend's options are checked against its own closed list (check_config).
+    options = best.config.options if best.config.backend == "inductor" else {}
+    lines = _safety.problems(options, best.config.dynamo, allowed)
     if lines:
         what = f"The file's config {best.config_hash}"
         raise UsageError(_safety.explain(lines, what, "pass --allow-unsafe-knob KNOB for each"))
+
+
+def _contract(best: BestConfig) -> str | None:
+    """The accuracy contract the search held the config to, which verify holds it to again."""
+    from autotune import _rules
+
+    stated = best.workload.get("accuracy")
+    if stated is None:
+        return None
+    try:
+        return _rules.accuracy(str(stated))
+    except _rules.RuleError as exc:
+        raise UsageError(
+            f"The file's workload.accuracy {stated!r} {exc}; the file was edited by hand or "
+            "written by another tool. Re-run the search to write it again."
+        ) from None
 
 
 def _relaxed(best: BestConfig) -> bool:
@@ -168,6 +187,8 @@ def _relaxed(best: BestConfig) -> bool:
         return bool(best.workload["relaxed_numerics"])
     if best.config is None:
         return False
+    if best.config.changes_precision:
+        return True
     from autotune.space._validate import sets_numerics_knob
 
     return sets_numerics_knob(best.config)

@@ -401,3 +401,59 @@ def test_quiet_prints_only_the_decision(tmp_path, model_file, space_file, capsys
     assert code == 0, printed
     assert printed.startswith("4 trials (4 ok).\nBest: trial ") and "Wrote " in printed
     assert not [line for line in printed.splitlines() if line.startswith(("#", "study", "scope"))]
+
+
+def test_under_a_contract_precision_is_searched_held_to_it_and_shipped(
+    tmp_path, model_file, space_file, capsys
+):
+    code, storage = search(tmp_path, model_file("tiny"), "--space", space_file("levers"),
+                           "--trials", "2", "--scope", "whole",
+                           "--accuracy", "cosine >= 0.999")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "err cos" in printed  # every trial's error against eager fp32
+    with RecordStore(storage) as store:
+        records = store.trials("s")
+        settings = store.study_settings("s") or {}
+    assert settings["accuracy"] == "cosine>=0.999"  # canonical
+    bf16 = [r for r in records if r.config and r.config.get("precision")]
+    assert bf16 and all(r.status == "ok" for r in bf16), [r.error for r in bf16]
+    for r in bf16:
+        assert r.result["accuracy"]["held_to"] == "contract"
+        assert 0.999 <= r.result["accuracy"]["cosine"] < 1.0
+    best = autotune.load(tmp_path / "best_config.json")
+    assert best.workload["accuracy"] == "cosine>=0.999"
+
+
+def test_without_a_contract_precision_is_left_out_with_a_note(
+    tmp_path, model_file, space_file, capsys
+):
+    code, storage = search(tmp_path, model_file("tiny"), "--space", space_file("levers"),
+                           "--trials", "2", "--scope", "whole")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "[precision] knobs (precision.autocast) are not searched" in printed
+    with RecordStore(storage) as store:
+        records = store.trials("s")
+    assert not any(r.config and r.config.get("precision") for r in records)
+    assert "err cos" not in printed
+    assert autotune.load(tmp_path / "best_config.json").workload["accuracy"] is None
+
+
+def test_a_file_under_a_contract_applies_its_precision(tmp_path, model_file, space_file, capsys,
+                                                       monkeypatch):  # fmt: skip
+    def script(spec):  # type: ignore[no-untyped-def]
+        config = spec.config or {}
+        return scripted.ok(2.0 if config.get("precision") else 1.0)
+
+    scripted.use(monkeypatch, script)
+    code, _ = search(tmp_path, model_file("tiny"), "--space", space_file("levers"), "--trials",
+                     "2", "--scope", "whole", "--accuracy", "cosine>=0.999")  # fmt: skip
+    assert code == 0, capsys.readouterr().out
+    best = autotune.load(tmp_path / "best_config.json")
+    assert best.config is not None and best.config.precision == {"autocast": "bfloat16"}
+    module = _load(model_file("tiny"))
+    model = module.get_model("cpu").eval()
+    (x,) = module.get_inputs("cpu")
+    with torch.no_grad():
+        assert autotune.apply(model, tmp_path / "best_config.json")(x).dtype == torch.bfloat16

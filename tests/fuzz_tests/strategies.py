@@ -482,12 +482,13 @@ STUDY_KEYS = (
     "study", "compile_budget", "measure_seconds", "batch_sizes", "prune", "save_cache",
     "allow_numerics_changes", "cache_limit", "memory_budget", "precision", "effort", "help",
     "debug", "quiet", "no_worker", "remeasure", "pareto-axes", "trial_host", "jobs", "calls",
-    "max_latency_ms", "storage", "out", "pick", "warm_start", "timeout",
+    "max_latency_ms", "storage", "out", "pick", "warm_start", "timeout", "accuracy",
 )  # fmt: skip
 STUDY_WORDS = (
     "m.py", "study.toml", "other.toml", "./study.toml", "missing.py", "cpu", "cuda", "cuda:1",
     "gpu", "quick", "thorough", "infer", "train", "latency", "throughput", "8GiB", "500MB",
     "1e3", "-1", "--help", "-h", "--version", "--trials=3", "nan", "inf", "0", "1,8", "",
+    "cosine>=0.999", "cosine>2",
 )  # fmt: skip
 STUDY_KEY = st.one_of(st.sampled_from(STUDY_KEYS), TEXT)
 _STUDY_VALUES = values_of(STUDY_KEY, STUDY_WORDS, none=False)
@@ -519,6 +520,9 @@ _VALID_BY_TYPE: dict[str, st.SearchStrategy[Any]] = {
     "size": st.sampled_from(["8GiB", "500MB", "1048576", "0.5GiB"]),
     "positive_ints": st.lists(st.integers(1, 64), min_size=1, max_size=4, unique=True),
     "device": st.sampled_from(["cpu", "cuda", "cuda:1"]),
+    "accuracy": st.sampled_from(
+        ["cosine>=0.999", "max_abs<=1e-2,cosine>=0.999", "rtol=1e-2,atol=1e-3", "accuracy>=0.9"]
+    ),
 }
 
 
@@ -574,7 +578,8 @@ SETTINGS_KEYS = (
     "compile_budget_s", "compile_budget_factor", "measure", "sampler", "scope", "scope_plan",
     "objective", "calls", "memory_budget_bytes", "pareto", "finalist_precision", "trials",
     "finalists", "preset_finalists", "prune", "pick", "warm_start", "batch_sizes",
-    "max_latency_s", "model_sha256", "triton_version", "warmup", "min_rounds", "max_rounds",
+    "max_latency_s", "model_sha256", "triton_version", "accuracy", "warmup", "min_rounds",
+    "max_rounds",
     "target_seconds", "precision", "max_seconds", "stop_below", "candidates", "probes", "tree",
     "backend", "name", "fullgraph", "note", "compile", "disable", "newer_setting",
 )  # fmt: skip
@@ -582,7 +587,7 @@ SETTINGS_WORDS = (
     "cpu", "cuda", "cuda:1", "gpu", "infer", "train", "tpe", "random", "search", "whole",
     "latency", "throughput", "amortized", "best", "all", "fastest", "fastest,compile<=60",
     "compile<=1e999", "smallest", "latency", "compile", "memory", "2.13.0", "ab" * 16,
-    "/models/m.py", "", "0", "regional:Linear",
+    "/models/m.py", "", "0", "regional:Linear", "cosine>=0.999", "max_abs<=-1",
 )  # fmt: skip
 SETTINGS_KEY = st.one_of(st.sampled_from(SETTINGS_KEYS), TEXT)
 
@@ -617,6 +622,7 @@ def settings_documents() -> list[dict[str, Any]]:
         StudySettings(**base, objective="throughput", batch_sizes=[1, 8], max_latency_s=0.02),
         StudySettings(**base, objective="amortized", calls=1000, warm_start=True),
         StudySettings(**base, pareto=["latency", "compile"], pick="fastest,compile<=60"),
+        StudySettings(**base, accuracy="max_abs<=0.01,cosine>=0.999"),
     ]
     return [row.to_dict() for row in rows]
 

@@ -517,12 +517,13 @@ def test_process_wide_config_runs_calls_one_at_a_time_and_warns_once(
         assert a_inside.wait(timeout=60)
         return b(_x())
 
-    with pytest.warns(RuntimeWarning, match="process-wide, so calls of regions") as caught:
+    with pytest.warns(RuntimeWarning, match="set what torch keeps process-wide") as caught:
         _in_threads({"a": lambda: a(_x()), "b": call_b_once_a_is_inside})
         warn()  # already said: silent
     assert events == ["a in", "a out", "b in"]
     assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
-    assert f"torch {torch.__version__} keeps its config process-wide" in str(caught[0].message)
+    said = str(caught[0].message)
+    assert f"on torch {torch.__version__}: the float32 matmul precision, Dynamo settings" in said
 
 
 def test_per_thread_detection_matches_what_torch_does() -> None:

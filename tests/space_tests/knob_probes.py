@@ -132,8 +132,13 @@ CPU_EFFECTS: dict[str, Effect] = {
     "compile.mode": Effect(
         lambda d: on(d, Mlp(), (16, 64)),
         options(freezing=True),
-        {"mode": "max-autotune-no-cudagraphs", **options(freezing=True, **_MAX_AUTOTUNE)},
-        "max-autotune benchmarks the C++ GEMM template against ATen for the frozen Linears",
+        {
+            "mode": "max-autotune-no-cudagraphs",
+            **options(freezing=True, max_autotune_gemm_backends="CPP", **_MAX_AUTOTUNE),
+        },
+        "max-autotune's C++ GEMM template engages for the frozen Linears (offered alone: on an "
+        "AMX CPU its benchmark picks oneDNN's ATen GEMM for this probe, the same code as "
+        "default compile)",
         slow=True,
     ),
     "compile.dynamic": Effect(
@@ -211,6 +216,20 @@ CPU_BUILD_FLAGS = {
 }
 
 
+# Knobs beyond Inductor's: their effect is not in Inductor's code, so it is proven where it shows.
+LEVERS = {
+    "compile.backend": "tests/trials_tests/test_levers.py: an openvino trial's ops run in "
+    "OpenVINO (its watch() counts them), and a graph it cannot convert fails as backend_fallback",
+    "precision.autocast": "tests/runtime_tests/test_precision.py: Inductor generates bf16 code",
+    "precision.matmul": "tests/runtime_tests/test_precision.py: the outputs move (bf16 matmuls)",
+    "openvino.INFERENCE_PRECISION_HINT": "tests/trials_tests/test_levers.py: bf16 moves the "
+    "error from float32's to bf16's",
+    "openvino.PERFORMANCE_HINT": "tests/runtime_tests/test_openvino_effect.py: the compiled "
+    "model reports the hint and its streams",
+    "openvino.aot_autograd": "tests/runtime_tests/test_openvino_effect.py: a convolution that "
+    "the default retrace cannot compile compiles, all in OpenVINO",
+}
+
 # The built-in spaces by the device they are written for.
 SPACES = {"cpu": ("cpu", "quick"), "cuda": ("cuda", "quick")}
 
@@ -220,7 +239,7 @@ def searched_knobs(device: str, spaces: tuple[str, ...] | None = None) -> dict[s
     included), by param, with the values the spaces give it."""
     knobs: dict[str, list[Any]] = {}
     for name in spaces or SPACES[device]:
-        space = load_space(name, device, allow_numerics_changes=True)
+        space = load_space(name, device, allow_numerics_changes=True, accuracy_contract=True)
         for knob in space.knobs:
             if knob.count > 1:
                 values = knobs.setdefault(knob.param, [])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from autotune.space import SpaceError, load_space, space_from_dict
+from autotune.space._levers import native_bf16
 
 
 def _space(tmp_path: Path, text: str, workload: str = "infer"):
@@ -92,8 +93,13 @@ def test_a_child_space_replaces_or_adds_presets_by_name(tmp_path):
 
 def test_the_builtin_spaces_declare_what_practitioners_try_first():
     cpu = load_space("cpu", "cpu")
+    backends = ["openvino"] if "openvino" in cpu.preset_table else []
     assert [p.name for p in cpu.presets] == [
-        "max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs+freezing", "freezing",
+        "max-autotune-no-cudagraphs", *backends, "max-autotune-no-cudagraphs+freezing",
+        "freezing",
     ]  # fmt: skip
+    contract = [p.name for p in load_space("cpu", "cpu", accuracy_contract=True).presets]
+    if native_bf16("cpu"):
+        assert "bf16-autocast" in contract
     quick = load_space("quick", "cpu")
     assert "max-autotune-no-cudagraphs+freezing" in [p.name for p in quick.presets]

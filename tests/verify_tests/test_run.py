@@ -105,3 +105,18 @@ def test_each_trial_is_reported_as_it_ends(monkeypatch, model_file):
            on_trial=lambda repeat, name, result: seen.append((repeat, name)))  # fmt: skip
     assert seen == [(1, "eager"), (1, "default"), (1, "config"),
                     (2, "config"), (2, "default"), (2, "eager")]  # fmt: skip
+
+
+def test_the_config_is_held_to_the_accuracy_contract_its_search_stated(monkeypatch, model_file):
+    runs = scripted.use(monkeypatch, lambda spec: scripted.ok(1.0))
+    bf16 = CompileConfig(backend="aot_eager", precision={"autocast": "bfloat16"})
+    verify(best(bf16, accuracy="cosine>=0.999"), model_file("tiny"), runner=scripted.make())
+    assert [spec.accuracy for spec in runs] == ["cosine>=0.999"] * 3
+    # a file without relaxed_numerics: judged by its config
+    assert [spec.relaxed_numerics for spec in runs] == [False, False, True]
+
+
+def test_a_contract_edited_into_nonsense_is_bad_input(monkeypatch, model_file):
+    scripted.use(monkeypatch, lambda spec: scripted.ok(1.0))
+    with pytest.raises(UsageError, match="workload.accuracy 'cosine>0.9' must be an accuracy"):
+        verify(best(aot(), accuracy="cosine>0.9"), model_file("tiny"), runner=scripted.make())

@@ -1,0 +1,140 @@
+"""The levers beyond Inductor's knobs: precision and the backend's own options.
+
+``[precision]`` holds ``autocast`` (``"none"``, ``"bfloat16"``, ``"float16"``) and ``matmul``
+(``"highest"``, ``"high"``, ``"medium"``: ``torch.set_float32_matmul_precision``). They change
+numerics on purpose, so they are searched only under an accuracy contract the user states
+(``--accuracy``); without one they are left out with a note and the gate stays eager's.
+
+``[openvino]`` holds options of OpenVINO's ``torch.compile`` backend (see
+:mod:`autotune.runtime._openvino`); they are suggested only when ``compile.backend`` is
+``openvino``. A backend that is not installed is left out of a built-in space with a note, and
+is a problem in a space of the user's.
+
+Conditions may read what the hardware runs natively: ``cpu_flags`` (this CPU's flags from
+``/proc/cpuinfo``: ``'amx_bf16' in cpu_flags``), ``cuda_capability`` (``[8, 0]`` on an A100;
+none on a CPU) and ``accuracy_contract`` (true when the study states one).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from autotune.space._knob import Knob, did_you_mean
+
+LAYERS = ("precision", "openvino")
+PRECISION = {
+    "autocast": ("none", "bfloat16", "float16"),
+    "matmul": ("highest", "high", "medium"),
+}
+PRECISION_DEFAULTS = {"autocast": "none", "matmul": "highest"}
+# Backends a space may name that are not part of torch, and what installs each.
+EXTRA_BACKENDS = {"openvino": "pip install 'autotune[openvino]'"}
+CONTRACT_HINT = "state an accuracy contract (--accuracy 'cosine>=0.999') to search them"
+
+
+def problems(knob: Knob, device: str) -> list[str]:
+    """Every problem of one knob of a lever layer."""
+    if knob.range is not None:
+        return [f"{knob.param}: give a list of choices, not a range"]
+    if knob.layer == "precision":
+        return _precision_problems(knob, device)
+    from autotune.runtime import _openvino
+
+    return [p for v in knob.values() for p in _openvino.option_problems({knob.name: v})][:3]
+
+
+def _precision_problems(knob: Knob, device: str) -> list[str]:
+    allowed = PRECISION.get(knob.name)
+    if allowed is None:
+        return [f"unknown key {knob.param}{did_you_mean(knob.name, list(PRECISION))}"]
+    found = [
+        f"{knob.param}: {v!r} is not one of {', '.join(map(repr, allowed))}"
+        for v in knob.values()
+        if v not in allowed
+    ]
+    if knob.name == "autocast" and "float16" in knob.values() and device.startswith("cpu"):
+        found.append(
+            f"{knob.param}: 'float16' autocast is for CUDA; on {device} use 'bfloat16' (on a "
+            "CPU with AVX512-BF16 or AMX)"
+        )
+    return found
+
+
+def describe(knob: Knob) -> tuple[str, Any]:
+    """The knob's type and default, for ``autotune spaces --show``."""
+    if knob.layer == "precision":
+        allowed = PRECISION.get(knob.name, ())
+        return " | ".join(map(repr, allowed)), PRECISION_DEFAULTS.get(knob.name)
+    from autotune.runtime import _openvino
+
+    spec = _openvino.OPTIONS.get(knob.name)
+    default = "f32 (pinned)" if knob.name == "INFERENCE_PRECISION_HINT" else "OpenVINO's"
+    return (spec.expected() if spec is not None else "unknown"), default
+
+
+def installed(backend: str) -> bool:
+    """Whether a backend named in :data:`EXTRA_BACKENDS` can be imported here."""
+    if backend == "openvino":
+        from autotune.runtime import _openvino
+
+        return _openvino.version() is not None
+    return True
+
+
+def context(device: str, contract: bool, reads: str) -> dict[str, Any]:
+    """The values of the context names this module adds (``reads``: the text of every
+    condition, so that ``nvidia-smi`` runs only when one reads the capability)."""
+    on_cpu = device.startswith("cpu")
+    capability = None
+    if not on_cpu and "cuda_capability" in reads:
+        capability = cuda_capability(device)
+    return {
+        "cpu_flags": sorted(cpu_flags()) if on_cpu else [],
+        "cuda_capability": capability,
+        "accuracy_contract": contract,
+    }
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """This CPU's feature flags (``avx512_bf16``, ``amx_bf16``, ...); empty where unknown."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+def cuda_capability(device: str) -> list[int] | None:
+    """``[major, minor]`` of the CUDA device, None where unknown. Asked of ``nvidia-smi``, not
+    of torch: a parent that starts trials must never initialize CUDA."""
+    import shutil
+    import subprocess
+
+    index = device.partition(":")[2] or "0"
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run(
+            [smi, f"--id={index}", "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout  # fmt: skip
+        major, _, minor = out.strip().partition(".")
+        return [int(major), int(minor or 0)]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def native_bf16(device: str) -> bool:
+    """Whether ``device`` computes bf16 natively (a CPU with AVX512-BF16 or AMX-BF16)."""
+    if device.startswith("cpu"):
+        return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+    capability = cuda_capability(device)
+    return capability is not None and capability >= [8, 0]

@@ -1,0 +1,108 @@
+"""The levers in a space: precision searched only under an accuracy contract and only where the
+hardware runs bf16 natively; backends searched when installed, their options only for them."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from autotune.space import SpaceError, _levers, load_space, space_from_dict
+
+AMX = frozenset({"avx512f", "amx_bf16", "amx_tile", "avx512_bf16"})
+
+
+@pytest.fixture
+def bf16_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_levers, "cpu_flags", lambda: AMX)
+
+
+@pytest.fixture
+def plain_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_levers, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+
+
+def _configs(space, n: int = 300):  # type: ignore[no-untyped-def]
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    return [space.suggest(study.ask()) for _ in range(n)]
+
+
+def test_without_a_contract_precision_is_not_searched_and_a_note_says_how(bf16_cpu: None) -> None:
+    space = load_space("cpu", "cpu")
+    assert not any(k.layer == "precision" for k in space.knobs)
+    assert any("[precision] knobs" in n and "--accuracy" in n for n in space.notes)
+    assert "bf16-autocast" not in [p.name for p in space.presets]
+    assert not any(c.precision for c in _configs(space))
+
+
+def test_under_a_contract_a_bf16_cpu_searches_precision(bf16_cpu: None) -> None:
+    space = load_space("cpu", "cpu", accuracy_contract=True)
+    assert space.accuracy_contract and space.to_dict()["accuracy_contract"] is True
+    configs = _configs(space)
+    assert {c.precision.get("autocast") for c in configs} == {None, "bfloat16"}
+    assert {c.precision.get("matmul") for c in configs} == {None, "medium"}
+    assert "bf16-autocast" in [p.name for p in space.presets]
+    preset = space.preset_config(space.preset("bf16-autocast"))  # type: ignore[arg-type]
+    assert preset.precision == {"autocast": "bfloat16"} and preset.backend == "inductor"
+    assert space.relaxes_numerics(preset)
+    assert space_from_dict(space.to_dict(), "cpu") == space
+    assert load_space("cpu", "cpu").content_hash() != space.content_hash()
+
+
+def test_a_cpu_without_bf16_is_never_offered_bf16(plain_cpu: None) -> None:
+    space = load_space("cpu", "cpu", accuracy_contract=True)
+    for config in _configs(space):
+        assert not config.changes_precision, config.brief()
+    assert "bf16-autocast" not in [p.name for p in space.presets]
+    assert any("'bf16-autocast' is not measured" in n for n in space.notes)
+
+
+def test_float16_autocast_is_refused_on_a_cpu() -> None:
+    raw = {"precision": {"autocast": ["none", "float16"]}}
+    with pytest.raises(SpaceError, match="'float16' autocast is for CUDA"):
+        space_from_dict(raw, "cpu")
+
+
+def test_an_unknown_precision_value_is_refused() -> None:
+    with pytest.raises(SpaceError, match="'int8' is not one of 'none', 'bfloat16', 'float16'"):
+        space_from_dict({"precision": {"autocast": ["none", "int8"]}}, "cpu")
+
+
+class TestOpenVINO:
+    @pytest.fixture(autouse=True)
+    def _installed(self) -> None:
+        pytest.importorskip("openvino")
+
+    def test_its_options_are_suggested_only_for_it_and_its_precision_pinned(self) -> None:
+        configs = _configs(load_space("cpu", "cpu"))
+        openvino = [c for c in configs if c.backend == "openvino"]
+        inductor = [c for c in configs if c.backend == "inductor"]
+        assert openvino and inductor
+        for config in openvino:
+            assert config.options["INFERENCE_PRECISION_HINT"] == "f32"
+            assert not config.changes_precision and config.mode == "default"
+        assert not any("PERFORMANCE_HINT" in c.options for c in inductor)
+        assert "openvino" in [p.name for p in load_space("cpu", "cpu").presets]
+
+    def test_an_unknown_or_refused_option_is_a_problem(self) -> None:
+        raw = {"compile": {"backend": ["openvino"]},
+               "openvino": {"PERFORMANCE_HNT": ["LATENCY"], "cache_dir": ["/tmp/x"]}}  # fmt: skip
+        with pytest.raises(SpaceError) as raised:
+            space_from_dict(raw, "cpu")
+        assert "did you mean PERFORMANCE_HINT" in str(raised.value)
+        assert "openvino.cache_dir: not allowed" in str(raised.value)
+
+
+def test_a_backend_not_installed_leaves_a_builtin_space_with_a_note(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_levers, "installed", lambda backend: backend != "openvino")
+    space = load_space("cpu", "cpu")
+    backend = next(k for k in space.knobs if k.param == "compile.backend")
+    assert backend.values() == ["inductor"]
+    assert any(
+        "'openvino' is not searched" in n and "autotune[openvino]" in n for n in space.notes
+    )
+    assert "openvino" not in [p.name for p in space.presets]
+    assert space_from_dict(space.to_dict(), "cpu") == space  # a worker reads it back
+    with pytest.raises(SpaceError, match=r"'openvino' is not installed here \(pip install"):
+        space_from_dict({"compile": {"backend": ["inductor", "openvino"]}}, "cpu")
