@@ -428,11 +428,9 @@ def _machine(args: argparse.Namespace) -> dict[str, object]:
 
 def cpu_flags() -> list[str]:
     """The CPU flags that decide Inductor's vector code: AVX2, AVX-512 and AMX."""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            flags = line.split(":", 1)[1].split()
-            return sorted(f for f in flags if f.startswith(("avx2", "avx512", "amx")))
-    return []
+    from autotune.space._levers import cpu_flags as flags
+
+    return sorted(f for f in flags() if f.startswith(("avx2", "avx512", "amx")))
 
 
 def _runs_from_json(path: Path) -> list[ModelRun]:

@@ -103,6 +103,7 @@ def _usable_presets(
     named.update({p.name: p for p in declared})
     plan = _graph.make_plan(knobs)
     searched = {k.param for k in knobs}
+    by_param = {k.param: k for k in knobs}
     usable, notes = [], []
     for preset in named.values():
         numerics = [param for param in preset.values if param not in searched]
@@ -117,12 +118,11 @@ def _usable_presets(
                 f"which change numerics ({why})"
             )
             continue
-        offered = _offered(preset, knobs)
+        offered = _offered(preset, by_param)
         if offered:
             notes.append(f"preset {preset.name!r} is not measured here: {offered}")
             continue
         _, inactive = _presets.assign(preset, plan, context)
-        by_param = {k.param: k for k in knobs}
         if (
             inactive
             and not context["accuracy_contract"]
@@ -179,9 +179,8 @@ def _installed_backends(knobs: list[Knob], notes: list[str]) -> list[Knob]:
     return out
 
 
-def _offered(preset: _presets.Preset, knobs: list[Knob]) -> str:
+def _offered(preset: _presets.Preset, by_param: dict[str, Knob]) -> str:
     """Why a preset names a value the (narrowed) space does not offer; empty if it does."""
-    by_param = {k.param: k for k in knobs}
     for param, value in preset.values.items():
         knob = by_param.get(param)
         if knob is not None and not _presets.offers(knob, value):
