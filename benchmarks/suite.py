@@ -30,6 +30,8 @@ import dataclasses
 import json
 import os
 import platform
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +57,8 @@ MODELS = {
     "resnet18": HERE / "models" / "resnet18.py",
     "llama": HERE / "models" / "llama.py",
     "vit": HERE / "models" / "vit.py",
+    "bert-gpu": HERE / "models" / "bert_gpu.py",
+    "gpt2-gpu": HERE / "models" / "gpt2_gpu.py",
 }
 STUDY = "suite"
 
@@ -101,6 +105,17 @@ def main() -> int:
         "--before", type=Path, help="the --json of an earlier run: its figures beside these"
     )
     parser.add_argument("--render", type=Path, help="only write the report of this --json run")
+    parser.add_argument(
+        "--search-args", default="",
+        help="more options for every autotune search, quoted (e.g. '--timeout 240 "
+        "--compile-budget 120'): a time-boxed run on a lent machine",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep", type=Path, help="copy each model's study database and best-config file here"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the searches' trial lines (not --quiet)"
+    )
     args = parser.parse_args()
     if args.render:
         return _render(args)
@@ -127,15 +142,23 @@ def _model_run(name: str, args: argparse.Namespace) -> ModelRun:
     with tempfile.TemporaryDirectory() as tmp:
         storage, best = f"sqlite:///{tmp}/a.db", f"{tmp}/best.json"
         started = time.monotonic()
-        subprocess.run(
+        done = subprocess.run(
             [sys.executable, "-m", "autotune.cli", "search", model, "--device", args.device,
              "--trials", str(args.trials), "--finalists", str(args.finalists),
              "--preset-finalists", "all", "--storage", storage, "--study", STUDY,
-             "--out", best, "--cache-dir", f"{tmp}/c", "--quiet",
-             *(["--accuracy", args.accuracy] if args.accuracy else [])],
-            check=True,
+             "--out", best, "--cache-dir", f"{tmp}/c",
+             *([] if args.verbose else ["--quiet"]),
+             *(["--accuracy", args.accuracy] if args.accuracy else []),
+             *shlex.split(args.search_args)],
         )  # fmt: skip
         wall_s = time.monotonic() - started
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for path, kept in ((f"{tmp}/a.db", f"{name}.db"), (best, f"{name}.best.json")):
+                if Path(path).exists():
+                    shutil.copyfile(path, args.keep / kept)
+        if done.returncode != 0:
+            raise SystemExit(f"suite: autotune search on {name} exited {done.returncode}")
         run = _read_round(name, storage, wall_s)
         run.verify = [_verify(best, model, args.device) for _ in range(args.verify)]
     return run
@@ -371,14 +394,21 @@ def _report(
         f"# Model suite on {args.device}: tuned against every preset, in one finalist round",
         "",
         f"Machine: {machine['node']}, {machine['device']}; torch {machine['torch']}, "
-        f"Python {machine['python']}. CPU flags that decide the generated code: "
+        + (
+            f"triton {machine['triton']}, CUDA {machine['cuda']}, driver {machine['driver']}, "
+            if "triton" in machine
+            else ""
+        )
+        + f"Python {machine['python']}. CPU flags that decide the generated code: "
         f"{machine['cpu_flags'] or 'none of avx2, avx512*, amx*'}. Load average (1, 5, 15 "
         f"min) {_load(machine['load_before'])} before, {_load(machine['load_after'])} after. "
         f"`python benchmarks/suite.py --device {args.device} --trials {args.trials} "
         f"--finalists {args.finalists}"
         + (f" --accuracy '{contract}'" if contract else "")
+        + (f" --search-args '{args.search_args}'" if args.search_args else "")
         + f"`: each model's `autotune search --trials {args.trials} "
         f"--finalists {args.finalists} --preset-finalists all"
+        + (f" {args.search_args}" if args.search_args else "")
         + (f" --accuracy '{contract}'" if contract else "")
         + "`. Every finalist ran in two "
         "fresh processes (cold, then warm in reverse order), each timed until its median "
@@ -423,7 +453,20 @@ def _machine(args: argparse.Namespace) -> dict[str, object]:
         "cpu_flags": " ".join(cpu_flags()),
         "torch": torch.__version__,
         "python": platform.python_version(),
+        **(_cuda_versions() if args.device.startswith("cuda") else {}),
     }
+
+
+def _cuda_versions() -> dict[str, object]:
+    """Triton, CUDA and the driver: what a GPU figure depends on beside torch."""
+    import triton
+
+    smi = subprocess.run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return {"triton": triton.__version__, "cuda": torch.version.cuda,
+            "driver": smi.stdout.strip() or None}  # fmt: skip
 
 
 def cpu_flags() -> list[str]:

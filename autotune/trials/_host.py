@@ -4,8 +4,14 @@ Run as ``python -m autotune.trials._host`` by :class:`WarmHostRunner`. It talks 
 requests on stdin (``{"spec", "result", "log", "env"}``), replies on stdout (``{"ready"}``,
 ``{"started": pid}``, ``{"exited": pid, "returncode": rc}``). Each child leads a new session,
 writes its output to the trial's log and its result to the trial's file, exactly as a cold
-trial process does. The host never touches CUDA (CUDA does not survive a fork), runs one trial
-at a time, and is single-threaded when it forks.
+trial process does. The host runs one trial at a time, and is single-threaded when it forks.
+
+CUDA does not survive a fork, and torch refuses CUDA in a child once the parent has only counted
+the devices (``torch.cuda.is_available()``), which Dynamo and Inductor do on every compile, CPU
+ones included. So for CUDA trials (``AUTOTUNE_HOST_DEVICE=cuda``) the host counts devices through
+NVML (``PYTORCH_NVML_BASED_CUDA_CHECK``, which never initializes CUDA) and warms imports only, no
+compile; then it proves the point: a forked probe must initialize CUDA. Its ``ready`` message
+says ``fork_safe``, and a runner whose host is not fork-safe runs its trials cold.
 """
 
 from __future__ import annotations
@@ -29,8 +35,12 @@ def main() -> int:
     from autotune.trials._runner import pin_threads
 
     pin_threads()  # forked trials inherit the host's cores and thread counts
-    _warm_up()
-    _send(reply, {"ready": True, "warm_s": time.monotonic() - started, "pid": os.getpid()})
+    cuda = os.environ.get("AUTOTUNE_HOST_DEVICE", "cpu").startswith("cuda")
+    if cuda:
+        os.environ[_NVML_CHECK] = "1"
+    _warm_up(compile_once=not cuda)
+    ready = {"ready": True, "warm_s": time.monotonic() - started, "pid": os.getpid()}
+    _send(reply, {**ready, "fork_safe": _cuda_survives_fork() if cuda else True})
     for line in sys.stdin:
         request = json.loads(line)
         pid = _fork_trial(request, reply)
@@ -40,9 +50,14 @@ def main() -> int:
     return 0
 
 
-def _warm_up() -> None:
-    """Pays the one-time costs every trial would pay: imports, the C++ toolchain probes and
-    headers (into the study's cache dir), and Dynamo/Inductor's lazy imports."""
+_NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+_NVML_CHECK_BEFORE = os.environ.get(_NVML_CHECK)
+
+
+def _warm_up(compile_once: bool) -> None:
+    """Pays the one-time costs every trial would pay: imports, and with ``compile_once`` the C++
+    toolchain probes and headers (into the study's cache dir) and Dynamo/Inductor's lazy
+    imports (a compile touches CUDA wherever a GPU is visible, so CUDA hosts skip it)."""
     import torch
     import torch._dynamo
     import torch._inductor.config as inductor_config
@@ -50,10 +65,45 @@ def _warm_up() -> None:
     from autotune import measure  # noqa: F401
     from autotune.trials import _measure_trial  # noqa: F401
 
+    if not compile_once:
+        return
     with inductor_config.patch(compile_threads=1):  # no compile-worker pool in the host
         fn = torch.compile(lambda x: (x.sin() + 1).sum(), backend="inductor")
         fn(torch.randn(8))
     torch._dynamo.reset()
+
+
+def _cuda_survives_fork() -> bool:
+    """Whether a child forked from this host can initialize CUDA and run a kernel."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        return False
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _restore_env()
+            torch.ones(1, device="cuda").add_(1).item()
+            code = 0
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _restore_env() -> None:
+    """A forked child counts CUDA devices as any trial process does."""
+    if _NVML_CHECK_BEFORE is None:
+        os.environ.pop(_NVML_CHECK, None)
+    else:
+        os.environ[_NVML_CHECK] = _NVML_CHECK_BEFORE
 
 
 def _fork_trial(request: dict[str, Any], reply: TextIO) -> int:
@@ -77,6 +127,7 @@ def _become_trial(request: dict[str, Any], reply: TextIO) -> None:
         os.dup2(log, 2)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        _restore_env()
         os.environ.update(request["env"])
         from autotune.trials import _guard
         from autotune.trials._child import execute

@@ -101,7 +101,8 @@ class WarmHostRunner:
         self.log_dir = log_dir
         self.cores = cores
         self._host: _Host | None = None
-        self._host_cache: str | None = None
+        self._host_key: tuple[str | None, str] | None = None
+        self._cold: _runner.SubprocessRunner | None = None  # when forks cannot use CUDA
 
     def __enter__(self) -> WarmHostRunner:
         return self
@@ -115,12 +116,18 @@ class WarmHostRunner:
             self._host = None
 
     def run(self, spec: TrialSpec) -> TrialResult:
+        if self._cold is not None:
+            return self._cold.run(spec)
         started = time.monotonic()
         with _scratch.scratch_dir("trial-") as folder:
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             try:
                 rc, timed_out = self._run_in_host(spec, folder)
                 result = _runner.outcome(folder, rc, timed_out, spec.budget_s)
+            except _ForkUnsafe:
+                self.close()
+                self._cold = _runner.SubprocessRunner(self.python, self.cores)
+                return self._cold.run(spec)
             except HostDied as exc:
                 self.close()
                 result = TrialResult.failed("crash", str(exc), error_tail=_runner.tail(folder))
@@ -150,13 +157,20 @@ class WarmHostRunner:
             _runner.untrack(pid)
 
     def _ensure_host(self, spec: TrialSpec) -> _Host:
-        if self._host is not None and self._host_cache != spec.cache_dir:
+        key = (spec.cache_dir, spec.device.split(":")[0])
+        if self._host is not None and self._host_key != key:
             self.close()
         if self._host is None:
             env = {**_runner.child_env(self.cores), **_runner.cache_env(spec)}
+            env["AUTOTUNE_HOST_DEVICE"] = key[1]
             folder = Path(self.log_dir or spec.cache_dir or _scratch.run_root())
             folder.mkdir(parents=True, exist_ok=True)
             log = folder / f"autotune-host-{os.getpid()}.log"
-            self._host, self._host_cache = _Host(self.python, env, log), spec.cache_dir
-        self._host.wait_ready()
+            self._host, self._host_key = _Host(self.python, env, log), key
+        if not self._host.wait_ready().get("fork_safe", True):
+            raise _ForkUnsafe
         return self._host
+
+
+class _ForkUnsafe(Exception):
+    """The host's forked probe could not use CUDA: trials run as fresh processes instead."""

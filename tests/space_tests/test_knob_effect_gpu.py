@@ -101,6 +101,7 @@ def test_cuda_graphs_survive_a_warm_cache(tmp_path: Path, monkeypatch: pytest.Mo
         assert _graph_launches(compile_module(copy.deepcopy(model), config), x) >= 1
 
 
+@pytest.mark.slow  # EXHAUSTIVE compiles every GEMM config: past 2 minutes on an H200
 def test_the_gemm_search_space_benchmarks_more_choices(capfd: pytest.CaptureFixture[str]) -> None:
     from torch._inductor import utils
 

@@ -56,6 +56,17 @@ def test_a_cpu_without_bf16_is_never_offered_bf16(plain_cpu: None) -> None:
     assert any("'bf16-autocast' is not measured" in n for n in space.notes)
 
 
+def test_a_bf16_cpu_without_amx_gets_autocast_but_not_the_matmul_precision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """oneDNN runs float32 matmuls in bf16 on AMX only (on an AMD EPYC with AVX512-BF16,
+    "medium" moved outputs by float32 rounding alone): there the knob would measure nothing."""
+    monkeypatch.setattr(_levers, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
+    configs = _configs(load_space("cpu", "cpu", accuracy_contract=True))
+    assert {c.precision.get("autocast") for c in configs} == {None, "bfloat16"}
+    assert {c.precision.get("matmul") for c in configs} == {None}
+
+
 def test_float16_autocast_is_refused_on_a_cpu() -> None:
     raw = {"precision": {"autocast": ["none", "float16"]}}
     with pytest.raises(SpaceError, match="'float16' autocast is for CUDA"):

@@ -38,7 +38,6 @@ def test_the_device_spaces_hold_the_knobs_that_matter_there():
         "inductor.aggressive_fusion",
         "inductor.shape_padding",
         "inductor.triton.persistent_reductions",
-        "inductor.triton.max_tiles",
         "inductor.use_fast_math",
     } <= cuda
     modes = {k.param: k for k in load_space("cuda", "cuda").knobs}["compile.mode"].choices
