@@ -41,9 +41,10 @@ from pathlib import Path
 
 import torch
 
+from autotune.decide import Decision, decide
+from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
-from autotune.study import Decision, StudySettings, decide
-from autotune.study._presets import preset_hashes
+from autotune.study import StudySettings
 from autotune.study._screen import screened
 
 HERE = Path(__file__).resolve().parent

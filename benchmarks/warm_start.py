@@ -106,7 +106,7 @@ def write(model: str, best: str, *, frozen: bool) -> None:
     import torch
 
     from autotune.runtime import BestConfig, CompileConfig
-    from autotune.study import export_cache
+    from autotune.ship import ship_cache
 
     mode = "max-autotune-no-cudagraphs" if frozen else "default"
     options = {**torch._inductor.list_mode_options(mode), "freezing": True} if frozen else {}
@@ -117,7 +117,7 @@ def write(model: str, best: str, *, frozen: bool) -> None:
         model={"source": os.path.abspath(model)},
         workload={"kind": "infer", "device": "cpu", "seed": 0},
     ).dump(best)
-    export_cache(best, aot=True, on_note=lambda note: print(note, file=sys.stderr))
+    ship_cache(best, aot=True, on_note=lambda note: print(note, file=sys.stderr))
 
 
 def autotune_brief(best: str) -> str:

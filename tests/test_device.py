@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autotune._device import default_device, resolve_device
+from autotune.cli._device import default_device, resolve_device
 from autotune.errors import UsageError
 
 

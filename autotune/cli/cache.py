@@ -47,14 +47,14 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 def run(args: argparse.Namespace) -> int:
     from autotune.runtime import ConfigError
-    from autotune.study import export_cache
+    from autotune.ship import ship_cache
 
     if args.no_cache and args.no_aot:
         from autotune.errors import UsageError
 
         raise UsageError("--no-cache with --no-aot leaves nothing to export; drop one of them.")
     try:
-        export_cache(args.file, args.model, on_note=lambda note: print(note, flush=True),
+        ship_cache(args.file, args.model, on_note=lambda note: print(note, flush=True),
                      cache=not args.no_cache, aot=not args.no_aot,
                      allow_unsafe_knobs=args.allow_unsafe_knobs)  # fmt: skip
     except ConfigError as exc:

@@ -46,8 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 def run(args: argparse.Namespace) -> int:
     from autotune._deadline import Deadline
+    from autotune.decide import finalize
     from autotune.reports import terminal
-    from autotune.study import finalize
 
     decision = finalize(
         options.storage(args),

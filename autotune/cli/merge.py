@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autotune.study import merge_files
+    from autotune.ship import merge_files
 
     merge_files(args.files, args.out, on_note=lambda note: print(note, flush=True))
     return 0

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from autotune._deadline import Deadline
+    from autotune.decide import Decision
     from autotune.reports.progress import Progress
-    from autotune.study import Decision, Search, SearchRequest
+    from autotune.study import Search, SearchRequest
     from autotune.trials import TrialRunner
 
 INTERRUPTED = "every finished trial is saved. Run the same command to resume the study."
@@ -264,7 +265,7 @@ def _how(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs or resumes a study, then writes its best-config file; returns the exit code."""
     from autotune._deadline import Deadline
-    from autotune._device import resolve_device
+    from autotune.cli._device import resolve_device
     from autotune.reports import terminal
     from autotune.reports.progress import Progress
     from autotune.study import Search
@@ -309,17 +310,18 @@ def run(args: argparse.Namespace) -> int:
         if decision.best.decision != "compile":
             print("No compile cache was exported: the file decides not to compile.", flush=True)
         else:
-            from autotune.study import export_cache
+            from autotune.ship import ship_cache
 
-            export_cache(args.out, search.local.model_path, on_note=progress.note,
+            ship_cache(args.out, search.local.model_path, on_note=progress.note,
                          cache=args.save_cache, aot=True,
                          allow_unsafe_knobs=search.space.unsafe_knobs)  # fmt: skip
     return 0
 
 
 def _finalize(args: argparse.Namespace, search: Search, progress: Progress) -> Decision:
+    from autotune.decide import finalist_candidates, finalize, study_front
     from autotune.reports import terminal
-    from autotune.study import candidates, finalist_candidates, finalize, study_front
+    from autotune.study import candidates
 
     settings, request = search.settings, search.request
     axes = settings.pareto
@@ -432,7 +434,7 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
     import torch
 
     from autotune._deadline import Deadline
-    from autotune._device import resolve_device
+    from autotune.cli._device import resolve_device
     from autotune.space import load_space
     from autotune.study import Objective, SearchRequest, StudySettings
     from autotune.study._identity import model_sha256, triton_version

@@ -8,9 +8,9 @@ Example:
 
 from __future__ import annotations
 
-from autotune.records._claims import Claim
 from autotune.records._engine import StorageError, engine_options, redact_url
 from autotune.records._finalists import FinalistRound
+from autotune.records._locks import Claim
 from autotune.records._readonly import EmptyStorageError, read_only_url
 from autotune.records._record import FAILURE_KINDS, TrialRecord
 from autotune.records._rows import StudyRowError

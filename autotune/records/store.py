@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from autotune.records._claims import ClaimRows
 from autotune.records._engine import open_engine
 from autotune.records._finalists import FinalistRows
+from autotune.records._locks import ClaimRows
 from autotune.records._readonly import open_read_only
 from autotune.records._studies import StudyRows
 from autotune.records._trials import TrialRows

@@ -14,6 +14,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune._secrets import mask_text
+from autotune.decide import Decision, decide
 from autotune.errors import UsageError
 from autotune.records import (
     EmptyStorageError,
@@ -24,9 +25,7 @@ from autotune.records import (
     Worker,
     redact_url,
 )
-from autotune.study import Decision, Objective, StudySettings, candidates, decide
-from autotune.study._borrow import PRIOR_ATTR
-from autotune.study._search import PRESET_ATTR
+from autotune.study import PRESET_ATTR, PRIOR_ATTR, Objective, StudySettings, candidates
 from autotune.study._settings import settings_from_row
 from autotune.study._storage import open_optuna_storage
 
@@ -176,7 +175,7 @@ class StudyData:
 
 def load_study_data(storage: str, study: str, *, importance: bool = True) -> StudyData:
     """Reads study ``study`` from ``storage``: its settings, trials, workers, finalists, the
-    decision as :func:`autotune.study.decide` makes it, and (``importance``) knob importance.
+    decision as :func:`autotune.decide.decide` makes it, and (``importance``) knob importance.
 
     Nothing is created or written: the storage is opened read-only (a SQLite file that does
     not exist is refused, not created). A trial or finalist round whose row breaks autotune's

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from autotune.decide import Decision
 from autotune.records import TrialRecord
 from autotune.reports._format import calls as _calls
 from autotune.reports._format import clip as _clip
 from autotune.reports._format import ms as _ms
 from autotune.runtime.config import BestConfig
-from autotune.study import Decision, Objective, break_even_calls
+from autotune.study import Objective, break_even_calls
 from autotune.study._pareto import axis_value
 from autotune.study._screen import screened
 
@@ -107,7 +108,7 @@ def _front_row(r: TrialRecord, mark: str) -> str:
 
 
 def decision(made: Decision, out: str) -> str:
-    """What :func:`autotune.study.finalize` decided: the front it picked from (``--pareto``),
+    """What :func:`autotune.decide.finalize` decided: the front it picked from (``--pareto``),
     then the summary."""
     lines = []
     objective = str(made.best.workload.get("objective") or "")

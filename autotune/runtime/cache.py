@@ -24,12 +24,12 @@ from autotune._scratch import scratch_dir
 from autotune.runtime.config import sha256_of, sha256_of_file
 
 __all__ = [
-    "KIND", "MEGACACHE", "CacheRefusedError", "load", "mismatches", "pack", "refuse_if_changed",
+    "KIND", "MEGACACHE", "CacheRefusedError", "load", "mismatches", "refuse_if_changed",
     "sha256_of", "validity_keys",
 ]  # fmt: skip
 KIND = "inductor-cache-dir"
 MEGACACHE = "megacache.bin"  # CUDA: torch.compiler.save_cache_artifacts() bytes, at the root
-_MODE_MASK = 0o755  # what an extracted file may keep: no setuid/setgid/sticky, no group or
+MODE_MASK = 0o755  # what an extracted file may keep: no setuid/setgid/sticky, no group or
 # world write
 
 
@@ -47,32 +47,6 @@ def validity_keys(device: str) -> dict[str, Any]:
     if not device.startswith("cuda"):
         keys["threads"] = torch.get_num_threads()
     return keys
-
-
-def pack(folder: str | os.PathLike[str], archive: str | os.PathLike[str]) -> dict[str, Any]:
-    """Packs the cache directory ``folder`` into ``archive`` (tar.gz, regular files only, with
-    plain modes), written atomically: a killed export leaves the archive it replaces intact.
-    Returns what the best-config file records of it (without ``valid_for``)."""
-    from autotune._atomic import replacing
-
-    root = Path(folder)
-    with replacing(archive) as tmp:
-        with tarfile.open(tmp, "w:gz") as tar:
-            for path in sorted(root.rglob("*")):
-                if path.is_file() and not path.is_symlink() and not path.name.endswith(".lock"):
-                    tar.add(path, arcname=str(path.relative_to(root)), recursive=False,
-                            filter=_plain)  # fmt: skip
-        record = {"kind": KIND, "path": Path(archive).name, "sha256": sha256_of(tmp),
-                  "bytes": tmp.stat().st_size}  # fmt: skip
-    return record
-
-
-def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    """No owner, and permission bits only (no setuid, setgid or sticky bit)."""
-    info.mode &= _MODE_MASK
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    return info
 
 
 def mismatches(valid_for: dict[str, Any], device: str) -> list[str]:
@@ -146,7 +120,7 @@ def _extract(archive: Path, fileobj: BinaryIO, target: Path, device: str) -> Non
                     "file inside the cache: it is not loaded. Export the cache again."
                 )
         for member in members:
-            member.mode &= _MODE_MASK
+            member.mode &= MODE_MASK
             member.uid = member.gid = 0
             member.uname = member.gname = ""
         if sys.version_info >= (3, 12):
@@ -165,4 +139,4 @@ def _extract(archive: Path, fileobj: BinaryIO, target: Path, device: str) -> Non
                 if not dest.exists():
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, dest)
-                    os.chmod(dest, path.stat().st_mode & _MODE_MASK)
+                    os.chmod(dest, path.stat().st_mode & MODE_MASK)

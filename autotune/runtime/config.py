@@ -7,14 +7,13 @@ import datetime
 import hashlib
 import json
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from autotune.runtime._validate import (
+from autotune.runtime._schema import (
     FILE_KEYS,
     best_problems,
     compile_problems,
@@ -357,18 +356,6 @@ def entry_label(best: BestConfig) -> str:
     return f"{device_name}, torch {torch_version}"
 
 
-def artifact_name(config_path: str | os.PathLike[str], best: BestConfig, suffix: str) -> str:
-    """The file name of an entry's cache or package beside ``config_path``: one per entry,
-    e.g. ``best_config.intel-xeon-torch-2-13-0-cpu.cache.tar.gz`` (``best_config.cache.tar.gz``
-    for an entry that does not say where it was tuned)."""
-    if not best.environment.get("device_name"):
-        return f"{Path(config_path).stem}{suffix}"
-    device_name, torch_version = entry_key(best)
-    words = re.sub(r"\((tm|r)\)|\b(cpu|processor|corporation)\b", " ", device_name.lower())
-    slug = re.sub(r"[^a-z0-9]+", "-", f"{words} torch {torch_version}").strip("-")[:64]
-    return f"{Path(config_path).stem}.{slug}{suffix}"
-
-
 @dataclass
 class ConfigFile:
     """A best-config file: one entry per machine, i.e. per (device name, torch version).
@@ -467,91 +454,6 @@ class ConfigFile:
         return next(
             (e for e in self.entries if entry_key(e) == (device_name, torch_version)), None
         )
-
-
-def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
-    """Writes ``best`` into the best-config file at ``path``: a new file, or the existing
-    one with the entry for ``best``'s machine added or replaced (other machines' entries are
-    kept). The cache and package files of a replaced entry are deleted when autotune wrote
-    them and nothing names them any more (:func:`delete_replaced`). Returns one line saying
-    what was done.
-
-    Raises:
-        ConfigError: ``path`` exists but is not a valid best-config file (nothing is written).
-    """
-    target = Path(path)
-    file = existing_file(target)
-    if file is None:
-        ConfigFile([best]).dump(target)
-        return f"wrote {target}"
-    replaced = file.put(best)
-    file.dump(target)
-    if replaced is None:
-        return (
-            f"added the entry for {entry_label(best)} to {target} "
-            f"({len(file.entries)} entries now)"
-        )
-    delete_replaced(target, file, [a for a in (replaced.cache, replaced.aot) if a])
-    others = len(file.entries) - 1
-    also = f"; its {others} other entr{'y' if others == 1 else 'ies'} kept" if others else ""
-    return f"replaced the entry for {entry_label(best)} in {target}{also}"
-
-
-def existing_file(path: str | os.PathLike[str]) -> ConfigFile | None:
-    """The best-config file an entry would be written into: None when there is none yet.
-
-    Raises:
-        ConfigError: ``path`` exists but is not a valid best-config file.
-    """
-    target = Path(path)
-    if not target.exists():
-        return None
-    try:
-        return ConfigFile.load(target)
-    except ConfigError as e:
-        raise ConfigError(
-            f"{target} exists but is not a valid best-config file, so the entry for this "
-            f"machine cannot be written into it; move it away or pass another --out. {e}"
-        ) from e
-
-
-ARTIFACT_SUFFIXES = (".cache.tar.gz", ".pt2")
-
-
-def delete_replaced(
-    path: str | os.PathLike[str], file: ConfigFile, replaced: list[dict[str, Any]]
-) -> list[str]:
-    """Deletes the artifacts of a replaced entry (its ``cache`` and ``aot`` records) beside
-    ``path`` that autotune wrote and nothing names any more, and returns their names.
-
-    A file is deleted only when every one holds: no entry of ``file`` names it; its name is
-    one autotune gives artifacts of this best-config file (:func:`artifact_name`); it is a
-    regular file, not a link; and its content has the SHA-256 the replaced entry recorded.
-    Anything else beside the file (a database, a model, a file edited since) is left alone.
-    """
-    folder = Path(path).parent
-    named = {str(a["path"]) for e in file.entries for a in (e.cache, e.aot) if a}
-    deleted = []
-    for record in replaced:
-        name = str(record.get("path"))
-        candidate = folder / name
-        if name in named or not is_artifact_name(path, name):
-            continue
-        if candidate.is_symlink() or not candidate.is_file():
-            continue
-        if sha256_of(candidate) != record.get("sha256"):
-            continue
-        candidate.unlink()
-        deleted.append(name)
-    return deleted
-
-
-def is_artifact_name(config_path: str | os.PathLike[str], name: str) -> bool:
-    """Whether ``name`` is one :func:`artifact_name` gives an artifact of ``config_path``:
-    ``STEM.cache.tar.gz``, ``STEM.pt2``, or with a machine's slug between."""
-    stem = re.escape(Path(config_path).stem)
-    suffixes = "|".join(re.escape(s) for s in ARTIFACT_SUFFIXES)
-    return re.fullmatch(rf"{stem}(\.[a-z0-9-]+)?({suffixes})", name) is not None
 
 
 def _entries_problems(entries: list[BestConfig]) -> list[str]:

@@ -23,13 +23,10 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord, redact_url
 from autotune.space import SearchSpace
 from autotune.space._presets import offers
+from autotune.study._attrs import BORROWED_ATTR, PRIOR_ATTR, STUDY_ATTR
 from autotune.study._objective import Objective
 from autotune.study._settings import StudySettings
 from autotune.study._storage import open_optuna_storage
-
-BORROWED_ATTR = "autotune.borrowed_from"  # "STUDY#N": a queued config of an earlier study
-PRIOR_ATTR = "autotune.prior"  # an earlier study's result told to the sampler, not measured here
-STUDY_ATTR = "autotune.warm_started_from"  # on the Optuna study: borrowed once
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,17 @@ from autotune.records import RecordStore, TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.scope import SCOPE_PARAM, ScopePlan, plan_scopes
 from autotune.space import SearchSpace, space_from_dict
-from autotune.study._borrow import BORROWED_ATTR, WarmStart, borrow
+from autotune.study._attrs import (
+    BASELINE_ATTR,
+    BATCH_ATTR,
+    BORROWED_ATTR,
+    CONSTRAINT_ATTR,
+    KEY_ATTR,
+    PRESET_ATTR,
+    SCOPE_ATTR,
+    WORKER_ATTR,
+)
+from autotune.study._borrow import WarmStart, borrow
 from autotune.study._cache import DEFAULT_LIMIT_BYTES, cache_bytes, prune
 from autotune.study._explore import ExploringSampler
 from autotune.study._identity import device_type, local_settings
@@ -35,14 +45,7 @@ from autotune.study._pareto import DIRECTIONS
 from autotune.study._records import to_record, trial_key
 from autotune.study._screen import known_code, reuse_timing, stop_below
 from autotune.study._settings import ADAPTIVE_FLOOR_S, StudySettings, settle
-from autotune.study._stale import (
-    CONSTRAINT_ATTR,
-    TELL_REFUSED,
-    WORKER_ATTR,
-    finished_state,
-    recover_stale,
-    tell_record,
-)
+from autotune.study._stale import TELL_REFUSED, finished_state, recover_stale, tell_record
 from autotune.study._storage import (
     default_cache_dir,
     grace_s,
@@ -53,12 +56,7 @@ from autotune.study._storage import (
 from autotune.trials import TrialResult, TrialRunner, TrialSpec, kill_all_trials
 from autotune.trials._runner import tracked
 
-BASELINE_ATTR = "autotune.baseline"
-BATCH_ATTR = "autotune.batch_size"
 BATCH_PARAM = "workload.batch_size"
-KEY_ATTR = "autotune.key"  # what the trial measures: config hash (and batch size)
-SCOPE_ATTR = "autotune.scope"
-PRESET_ATTR = "autotune.preset"  # the space preset a trial measures
 BASELINES = ("eager", "default")
 SCOPE_CLAIM = "scope_plan"
 # What the study's values are, by objective (and by --pareto axis), for Optuna's tools.

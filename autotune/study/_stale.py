@@ -11,13 +11,11 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.records import RecordStore, TrialRecord
+from autotune.study._attrs import CONSTRAINT_ATTR, METRIC_PREFIX, WORKER_ATTR
 from autotune.study._objective import Objective
 from autotune.study._pareto import optuna_values
 from autotune.study._storage import grace_s
 
-WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that runs a trial
-METRIC_PREFIX = "autotune."  # the user attributes of metric_attrs
-CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
 # What Optuna raises when told to finish a trial that is finished already.
 TELL_REFUSED = (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError)
 

@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING
 
 from optuna.trial import TrialState
 
-from autotune.study._borrow import PRIOR_ATTR
-from autotune.study._search import BASELINE_ATTR
-from autotune.study._stale import METRIC_PREFIX
+from autotune.study._attrs import BASELINE_ATTR, METRIC_PREFIX, PRIOR_ATTR
 
 if TYPE_CHECKING:
     from autotune.study._search import Search

@@ -7,7 +7,6 @@ fails nothing, and ``_report`` holds the result and its ``--json`` form.
 
 from __future__ import annotations
 
-from autotune.verify._report import VerifyReport
 from autotune.verify._rules import (
     DEFAULT_TOLERANCE,
     VERDICT_EXIT,
@@ -17,6 +16,7 @@ from autotune.verify._rules import (
     reliably_faster,
 )
 from autotune.verify._run import plan_measurements, verify
+from autotune.verify._verdict import VerifyReport
 
 __all__ = [
     "DEFAULT_TOLERANCE",

@@ -17,9 +17,9 @@ from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
 from autotune.trials._spec import DEFAULT_PRECISION
-from autotune.verify._claims import Repeat
-from autotune.verify._report import VerifyReport, build_report
+from autotune.verify._figures import Repeat
 from autotune.verify._rules import DEFAULT_TOLERANCE
+from autotune.verify._verdict import VerifyReport, build_report
 
 OnTrial = Callable[[int, str, TrialResult], None]
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from autotune.runtime.config import BestConfig
 from autotune.trials import TrialResult
-from autotune.verify._claims import Numbers, Repeat
+from autotune.verify._figures import Numbers, Repeat
 
 NOISY = 0.10  # a noise floor above this gets a warning: small drops cannot be told apart
 COMPILE_SLOWER = 1.5  # a cold compile this many times the claimed one gets a warning

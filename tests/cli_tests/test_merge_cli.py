@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from autotune.cli import main
-from autotune.runtime.cache import pack
 from autotune.runtime.config import BestConfig, CompileConfig, ConfigFile
+from autotune.ship._archive import pack
 
 
 def _file(folder: Path, device_name: str, **environment: Any) -> Path:

@@ -95,7 +95,7 @@ def test_a_password_a_file_carries_in_its_storage_is_not_shown(tmp_path, capsys)
 def test_show_names_unsafe_knobs_and_says_shipped_artifacts_are_native_code(tmp_path, capsys):
     from autotune.cli import main
     from autotune.runtime import BestConfig, CompileConfig
-    from autotune.runtime.cache import pack
+    from autotune.ship._archive import pack
 
     (tmp_path / "filled").mkdir()
     (tmp_path / "filled" / "k.so").write_bytes(b"x")

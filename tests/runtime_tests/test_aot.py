@@ -12,17 +12,11 @@ import pytest
 import torch
 from torch import nn
 
-from autotune.runtime.aot import (
-    KIND,
-    PackageError,
-    PackageMismatchError,
-    build_package,
-    load_package,
-    why_not_packaged,
-)
+from autotune.runtime.aot import KIND, PackageMismatchError, load_package
 from autotune.runtime.cache import CacheRefusedError
 from autotune.runtime.config import CompileConfig, Scope
 from autotune.runtime.fingerprint import weights_sha256
+from autotune.ship._aot import PackageError, build_package, why_not_packaged
 from autotune.workload import Call
 
 
@@ -248,7 +242,7 @@ def test_a_weights_digest_covers_values_names_and_dtypes():
 def test_a_build_that_fails_its_check_leaves_the_package_it_replaces(built, tmp_path, monkeypatch):
     """The new package is built and checked under a temporary name: the one already shipped
     keeps serving when the new one is refused (it was deleted first, before)."""
-    from autotune.runtime import aot
+    from autotune.ship import _aot as aot
 
     entry, path = built
     shipped = tmp_path / path.name

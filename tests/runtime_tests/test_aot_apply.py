@@ -34,11 +34,11 @@ def _best(folder: Path, config: CompileConfig) -> Path:
 @pytest.fixture(scope="module")
 def packaged(tmp_path_factory) -> Path:
     """A best-config file for the tiny model with an AOTInductor package beside it."""
-    from autotune.study import export_cache
+    from autotune.ship import ship_cache
 
     folder = tmp_path_factory.mktemp("aot")
     best = _best(folder, CompileConfig())
-    export_cache(best, str(folder / "tiny.py"), cache=False, aot=True)
+    ship_cache(best, str(folder / "tiny.py"), cache=False, aot=True)
     return best
 
 

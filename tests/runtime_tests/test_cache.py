@@ -21,7 +21,8 @@ import torch
 
 import autotune
 from autotune.runtime import BestConfig, CompileConfig, ConfigError, EnvironmentMismatchWarning
-from autotune.runtime.cache import CacheRefusedError, pack, validity_keys
+from autotune.runtime.cache import CacheRefusedError, validity_keys
+from autotune.ship._archive import pack
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -82,7 +83,7 @@ def test_a_cache_export_killed_mid_write_leaves_the_shipped_cache_serving(tmp_pa
     for i in range(400):  # random bytes: gzip cannot shrink them, so packing takes a while
         (big / f"k{i}.so").write_bytes(os.urandom(64 * 1024))
     code = (
-        "import sys; from autotune.runtime.cache import pack; "
+        "import sys; from autotune.ship._archive import pack; "
         f"pack({str(big)!r}, {str(tmp_path / 'best.cache.tar.gz')!r})"
     )
     child = subprocess.Popen([sys.executable, "-c", code])
@@ -197,7 +198,7 @@ def test_a_package_says_where_its_weights_come_from(tmp_path, weights, problem):
 def test_an_exported_cache_makes_a_fresh_process_hit_the_fx_graph_cache(tmp_path):
     """The whole path with real Inductor: export from a file, then a fresh process with an
     empty cache directory loads the archive and compiles from it, without g++."""
-    from autotune.study import export_cache
+    from autotune.ship import ship_cache
 
     model = tmp_path / "tiny.py"
     shutil.copy(FIXTURES / "models" / "tiny.py", model)
@@ -206,7 +207,7 @@ def test_an_exported_cache_makes_a_fresh_process_hit_the_fx_graph_cache(tmp_path
                model={"source": str(model)},
                workload={"kind": "infer", "device": "cpu", "seed": 0}).dump(best)  # fmt: skip
 
-    export_cache(best, str(model))
+    ship_cache(best, str(model))
 
     shipped = autotune.load(best).cache
     assert shipped and (tmp_path / shipped["path"]).stat().st_size == shipped["bytes"]

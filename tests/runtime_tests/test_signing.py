@@ -11,8 +11,8 @@ import torch
 import autotune
 from autotune.cli import main
 from autotune.runtime import BestConfig, CompileConfig, ConfigError, ConfigFile
-from autotune.runtime.cache import pack
-from autotune.runtime.config import write_entry
+from autotune.ship import write_entry
+from autotune.ship._archive import pack
 
 KEY = "0123456789abcdef-test-key"
 

@@ -11,7 +11,7 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.space import load_space
 from autotune.study import Search, SearchRequest, StudySettings, WarmStart
-from autotune.study._borrow import BORROWED_ATTR, PRIOR_ATTR
+from autotune.study._attrs import BORROWED_ATTR, PRIOR_ATTR
 from autotune.study._standing import standing
 from autotune.trials import TrialResult, TrialSpec
 

@@ -15,10 +15,11 @@ import scripted
 import torch
 
 from autotune._deadline import Deadline, DeadlineReached
+from autotune.decide import finalize
 from autotune.records import RecordStore
 from autotune.scope._probe import Prober, ProbeTarget
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings, finalize
+from autotune.study import Search, SearchRequest, StudySettings
 from autotune.trials import TrialResult, TrialSpec
 
 

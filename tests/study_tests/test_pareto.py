@@ -9,19 +9,12 @@ import optuna
 import pytest
 import torch
 
+from autotune.decide import pick_from_front
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.reports.terminal import pareto_table, summary
 from autotune.space import load_space
-from autotune.study import (
-    PickRule,
-    Search,
-    SearchRequest,
-    StudySettings,
-    front,
-    parse_axes,
-    pick_from_front,
-)
+from autotune.study import PickRule, Search, SearchRequest, StudySettings, front, parse_axes
 from autotune.study._pareto import optuna_values
 from autotune.trials import TrialResult, TrialSpec
 
@@ -241,7 +234,7 @@ def result(speedup, compile_s, q=0.05):
 
 
 def test_the_rule_is_applied_to_the_finalists_cold_compiles_and_pooled_speedups():
-    from autotune.study._finalists import Finalist
+    from autotune.decide._finalists import Finalist
 
     settings = StudySettings(
         model_path="m.py", device="cpu", space={}, space_hash="x", torch_version=torch.__version__,

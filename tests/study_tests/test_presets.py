@@ -7,17 +7,12 @@ import dataclasses
 
 import torch
 
+from autotune.decide import best_config, finalist_candidates
+from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
 from autotune.space import load_space
-from autotune.study import (
-    Search,
-    SearchRequest,
-    StudySettings,
-    best_config,
-    finalist_candidates,
-)
-from autotune.study._presets import preset_hashes
-from autotune.study._search import PRESET_ATTR
+from autotune.study import Search, SearchRequest, StudySettings
+from autotune.study._attrs import PRESET_ATTR
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -12,8 +12,8 @@ from autotune.records import RecordStore, TrialRecord
 from autotune.reports import terminal
 from autotune.space import load_space
 from autotune.study import Search, SearchRequest, StudySettings, candidates
+from autotune.study._attrs import BASELINE_ATTR, PRESET_ATTR
 from autotune.study._screen import known_code, stop_below
-from autotune.study._search import BASELINE_ATTR, PRESET_ATTR
 from autotune.trials import TrialResult, TrialSpec
 
 
@@ -154,6 +154,6 @@ def test_known_code_maps_each_code_to_the_earliest_trial_that_timed_it():
 
 
 def _best(search: Search, records: list[TrialRecord]):
-    from autotune.study import best_config
+    from autotune.decide import best_config
 
     return best_config(records, search.settings, "s", search.request.storage)

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from autotune._deadline import Deadline
+from autotune.decide import best_config
 from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.space import load_space
-from autotune.study import BASELINE_ATTR, Search, SearchRequest, StudySettings, best_config
+from autotune.study import BASELINE_ATTR, Search, SearchRequest, StudySettings
 from autotune.trials import TrialResult, TrialSpec
 
 
@@ -271,7 +272,7 @@ def test_a_broken_memory_budget_makes_a_trial_infeasible(request_for):
 
 
 def test_a_winner_within_the_noise_of_default_compile_gives_way_to_it(request_for):
-    from autotune.study._finalists import Finalist
+    from autotune.decide._finalists import Finalist
 
     request = request_for(trials=50)
     search = Search(request, TableRunner(speedups={(False, False): 1.5}))

@@ -10,7 +10,7 @@ import scripted
 
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.trials import TrialResult
-from autotune.verify._report import VerifyReport, build_report
+from autotune.verify._verdict import VerifyReport, build_report
 
 CLAIMS = {
     "speedup_vs_eager": 2.0,

@@ -5,7 +5,7 @@ the study's inputs, and the directory it filled is packed beside the file (see
 with AOTInductor (see :mod:`autotune.runtime.aot`).
 
 A file with several entries gets the artifacts of the entry for this machine, named after it.
-The child's part is :mod:`autotune.runtime._cache_child`.
+The child's part is :mod:`autotune.ship._cache_child`.
 """
 
 from __future__ import annotations
@@ -20,22 +20,15 @@ from typing import Any
 
 from autotune._scratch import scratch_dir
 from autotune.errors import UsageError
-from autotune.runtime.config import (
-    BestConfig,
-    ConfigFile,
-    artifact_name,
-    delete_replaced,
-    entry_label,
-)
+from autotune.runtime.config import BestConfig, ConfigFile, entry_label
+from autotune.ship._entries import AOT_SUFFIX, CACHE_SUFFIX, artifact_name, delete_replaced
 from autotune.trials._guard import run_child
 
 _TIMEOUT_S = 3600.0
 _TAIL = 1500
-CACHE_SUFFIX = ".cache.tar.gz"
-AOT_SUFFIX = ".pt2"
 
 
-def export_cache(
+def ship_cache(
     best_path: str | os.PathLike[str],
     model_path: str | None,
     on_note: Callable[[str], None] = lambda note: None,
@@ -90,7 +83,7 @@ def export_cache(
         # The child imports the runtime path only, as production does: importing the search's
         # packages (optuna, sqlalchemy, ...) in the compiling process was seen to change
         # Inductor's FX graph cache key, so production then missed the shipped graphs.
-        child = "autotune.runtime._cache_child"
+        child = "autotune.ship._cache_child"
         command = [sys.executable, "-m", child, str(path), str(index), model, device,
                    str(package or ""), "1" if cache else "0",
                    _allowed_arg(allow_unsafe_knobs)]  # fmt: skip
@@ -109,7 +102,7 @@ def export_cache(
         facts: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         valid_for = facts["valid_for"]
         if archive is not None:
-            from autotune.runtime.cache import pack
+            from autotune.ship._archive import pack
 
             best.cache = {**pack(cache_dir, archive), "valid_for": valid_for}
             _note_written(on_note, "cache", archive, best.cache)

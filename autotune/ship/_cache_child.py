@@ -5,7 +5,7 @@ AOTInductor, and prints the validity keys (and the package's record) as one JSON
 It imports what production imports (torch and autotune's runtime path) and nothing of the
 search: the cached graphs must have the keys a production process computes.
 
-    TORCHINDUCTOR_CACHE_DIR=DIR python -m autotune.runtime._cache_child \
+    TORCHINDUCTOR_CACHE_DIR=DIR python -m autotune.ship._cache_child \
         BEST INDEX MODEL DEVICE [PT2 [CACHE: 0 or 1 [ALLOWED: KNOB,KNOB or *]]]
 """
 
@@ -53,7 +53,7 @@ def main(
             Path(os.environ["TORCHINDUCTOR_CACHE_DIR"], MEGACACHE).write_bytes(artifacts[0])
     facts: dict[str, Any] = {"valid_for": validity_keys(device)}
     if package:
-        from autotune.runtime import aot
+        from autotune.ship import _aot as aot
 
         # A fresh model (the compiled one's modules were swapped in place by a regional
         # scope) and its own cache directory: the package's compile must not land in the

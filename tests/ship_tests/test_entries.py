@@ -21,10 +21,9 @@ from autotune.runtime.config import (
     ConfigError,
     ConfigFile,
     EnvironmentMismatchWarning,
-    artifact_name,
-    write_entry,
 )
 from autotune.runtime.select import choose
+from autotune.ship import artifact_name, write_entry
 
 TORCH = torch.__version__
 

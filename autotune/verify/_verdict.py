@@ -9,7 +9,7 @@ from typing import Any
 
 from autotune.runtime.config import BestConfig
 from autotune.trials import TrialResult
-from autotune.verify._claims import Numbers, Repeat, chosen, claims, measurements, vs_default
+from autotune.verify._figures import Numbers, Repeat, chosen, claims, measurements, vs_default
 from autotune.verify._rules import VERDICT_EXIT, judge, noise_floor
 from autotune.verify._warnings import environment_mismatches, measure_warnings, workload_warnings
 

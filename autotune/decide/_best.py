@@ -7,9 +7,9 @@ import math
 from collections import Counter
 from typing import Any
 
+from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import SCHEMA_VERSION, BestConfig, CompileConfig
-from autotune.study._finalists import Finalist, finalist_records
 from autotune.study._objective import Objective, break_even_calls
 from autotune.study._records import candidates, eager_baseline
 from autotune.study._settings import StudySettings
@@ -166,7 +166,7 @@ def against_preset(
 ) -> tuple[TrialRecord, str]:
     """A tuned config that does not beat the best preset of the space by more than the
     measured spread gives way to the preset, which sets fewer knobs (when it is shippable)."""
-    from autotune.study._presets import preset_hashes
+    from autotune.decide._presets import preset_hashes
 
     names = preset_hashes(settings)
     if not names or best.baseline is not None or best.config_hash in names:

@@ -60,13 +60,13 @@ def _started(folder: Path) -> set[int]:
 
 
 def test_an_export_past_its_timeout_kills_the_child_and_its_grandchildren(fake, monkeypatch):
-    from autotune.study import export_cache
+    from autotune.ship import ship_cache
 
     best, python = fake
     monkeypatch.setattr(sys, "executable", str(python))
 
     with pytest.raises(UsageError, match="took over 1 s; nothing was written"):
-        export_cache(best, str(best.parent / "model.py"), timeout_s=1.0)
+        ship_cache(best, str(best.parent / "model.py"), timeout_s=1.0)
 
     started = _started(best.parent)
     assert len(started) == 2 and wait_for(lambda: not alive(started), 5), alive(started)
@@ -76,9 +76,9 @@ def test_a_sigkilled_export_takes_its_child_down(fake):
     best, python = fake
     code = f"""
         import sys
-        from autotune.study import export_cache
+        from autotune.study import ship_cache
         sys.executable = {str(python)!r}
-        export_cache({str(best)!r}, {str(best.parent / "model.py")!r})
+        ship_cache({str(best)!r}, {str(best.parent / "model.py")!r})
     """
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(best.parent))
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env)
@@ -92,7 +92,7 @@ def test_a_sigkilled_export_takes_its_child_down(fake):
 
 
 def test_an_interrupted_export_kills_the_group_it_tracked(fake, monkeypatch):
-    from autotune.study import export_cache
+    from autotune.ship import ship_cache
 
     best, python = fake
     monkeypatch.setattr(sys, "executable", str(python))
@@ -108,7 +108,7 @@ def test_an_interrupted_export_kills_the_group_it_tracked(fake, monkeypatch):
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.2, 0.2)
         with pytest.raises(KeyboardInterrupt):
-            export_cache(best, str(best.parent / "model.py"))
+            ship_cache(best, str(best.parent / "model.py"))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)

@@ -15,16 +15,17 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from autotune._deadline import Deadline, DeadlineReached
+from autotune.decide._best import best_config
+from autotune.decide._finalists import Finalist, pick_finalists, remeasure
+from autotune.decide._pick import pareto_finalists, pick_from_front
+from autotune.decide._presets import measured_presets
 from autotune.errors import UsageError
 from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
-from autotune.runtime.config import BestConfig, ConfigError, existing_file, write_entry
-from autotune.study._best import best_config
-from autotune.study._finalists import Finalist, pick_finalists, remeasure
+from autotune.runtime.config import BestConfig, ConfigError
+from autotune.ship import existing_file, write_entry
 from autotune.study._identity import local_device_name, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import PickRule
-from autotune.study._pick import pareto_finalists, pick_from_front
-from autotune.study._presets import measured_presets
 from autotune.study._settings import StudySettings
 from autotune.study._stale import recover_stale
 from autotune.study._storage import grace_s, open_optuna_storage

@@ -10,9 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from autotune.records import TrialRecord
-from autotune.runtime.config import BestConfig
-from autotune.study._best import (
+from autotune.decide._best import (
     against_default,
     do_not_compile,
     emit,
@@ -20,7 +18,9 @@ from autotune.study._best import (
     spread,
     why_none,
 )
-from autotune.study._finalists import Finalist, finalist_records
+from autotune.decide._finalists import Finalist, finalist_records
+from autotune.records import TrialRecord
+from autotune.runtime.config import BestConfig
 from autotune.study._objective import Objective
 from autotune.study._pareto import PickRule, axis_value, front
 from autotune.study._records import candidates, eager_baseline

@@ -9,15 +9,8 @@ from pathlib import Path
 from autotune import _atomic as atomic
 from autotune.errors import UsageError
 from autotune.runtime.cache import sha256_of
-from autotune.runtime.config import (
-    BestConfig,
-    ConfigError,
-    ConfigFile,
-    artifact_name,
-    entry_key,
-    entry_label,
-)
-from autotune.study._cache_export import AOT_SUFFIX, CACHE_SUFFIX
+from autotune.runtime.config import BestConfig, ConfigError, ConfigFile, entry_key, entry_label
+from autotune.ship._entries import AOT_SUFFIX, CACHE_SUFFIX, artifact_name
 
 
 def merge_files(

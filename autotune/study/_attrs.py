@@ -1,0 +1,19 @@
+"""The names autotune gives Optuna's trial and study attributes: one place, since the search
+writes them and the decision, the reports and the workers read them back."""
+
+from __future__ import annotations
+
+# On a trial
+BASELINE_ATTR = "autotune.baseline"  # "eager" or "default": a baseline, not a sampled config
+BATCH_ATTR = "autotune.batch_size"  # the batch size a throughput trial measures
+KEY_ATTR = "autotune.key"  # what the trial measures: config hash (and batch size)
+SCOPE_ATTR = "autotune.scope"  # the scope candidate a trial compiles
+PRESET_ATTR = "autotune.preset"  # the space preset a trial measures
+WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that runs a trial
+METRIC_PREFIX = "autotune."  # the user attributes of metric_attrs
+CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
+BORROWED_ATTR = "autotune.borrowed_from"  # "STUDY#N": a queued config of an earlier study
+PRIOR_ATTR = "autotune.prior"  # an earlier study's result told to the sampler, not measured here
+
+# On the study
+STUDY_ATTR = "autotune.warm_started_from"  # borrowed once

@@ -1,0 +1,47 @@
+"""docs/architecture.md and the README's layout match the tree: every package described, the
+import graph regenerated from the code."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _architecture_module():
+    pytest.importorskip("grimp")  # the dev extra (import-linter) brings it
+    spec = importlib.util.spec_from_file_location(
+        "architecture", ROOT / "docs" / "architecture.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("architecture", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _packages() -> set[str]:
+    root = ROOT / "autotune"
+    found = {p.name for p in root.iterdir() if (p / "__init__.py").exists()}
+    return found | {"workload"}
+
+
+def test_the_page_describes_every_package_and_the_readme_lists_it():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for name in _packages():
+        shown = f"{name}.py" if name == "workload" else f"{name}/"
+        assert f"**`{shown}`**" in page, f"docs/architecture.md does not describe {shown}"
+        assert re.search(rf"^  {re.escape(shown)}\s", readme, re.M), f"README layout lacks {shown}"
+
+
+def test_the_graph_on_the_page_is_the_graph_of_the_code():
+    architecture = _architecture_module()
+    assert set(architecture.PACKAGES) == _packages()
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert architecture.mermaid() in page, "run: python docs/architecture.py"
