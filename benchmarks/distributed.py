@@ -122,10 +122,11 @@ def _worker(args: argparse.Namespace) -> int:
     request.deadline = Deadline.after(args.seconds)  # the window starts with the loop
     started = time.monotonic()
     search.run()
-    mine = sum(1 for r in search.records.trials(args.worker)
-               if r.environment.get("worker", {}).get("id") == search.worker_id)  # fmt: skip
+    session = search.session
+    mine = sum(1 for r in session.records.trials(args.worker)
+               if r.environment.get("worker", {}).get("id") == session.worker_id)  # fmt: skip
     print(json.dumps({"trials": mine, "wall_s": time.monotonic() - started, "ended": search.ended,
-                      "statements": statements, **{k: search.seconds.get(k, 0.0)
+                      "statements": statements, **{k: session.seconds.get(k, 0.0)
                       for k in ("ask", "suggest", "database")}}))  # fmt: skip
     return 0
 

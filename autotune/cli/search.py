@@ -277,10 +277,9 @@ def run(args: argparse.Namespace) -> int:
     search = Search(request, on_note=progress.note)
     if args.no_worker:
         return _create_only(search)
-    resolve_device(
-        search.local.device, remedy=_NO_CUDA, named=f"The study's device {search.local.device}"
-    )
-    runners = trial_runners(args, search.local.device)
+    device = search.session.local.device
+    resolve_device(device, remedy=_NO_CUDA, named=f"The study's device {device}")
+    runners = trial_runners(args, device)
     search.runners = list(runners)
     progress.attach(search, "search")
     with progress:
@@ -293,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
         search.wait_for_others(
             lambda running: progress.phase("waiting", f"{running} trials in other processes")
         )
-        records = search.records.trials(request.study_name)
+        records = search.session.records.trials(request.study_name)
         if not any(r.baseline == "eager" and r.status == "ok" for r in records):
             decision = None
         else:
@@ -312,9 +311,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             from autotune.ship import ship_cache
 
-            ship_cache(args.out, search.local.model_path, on_note=progress.note,
+            ship_cache(args.out, search.session.local.model_path, on_note=progress.note,
                          cache=args.save_cache, aot=True,
-                         allow_unsafe_knobs=search.space.unsafe_knobs)  # fmt: skip
+                         allow_unsafe_knobs=search.session.space.unsafe_knobs)  # fmt: skip
     return 0
 
 
@@ -323,10 +322,10 @@ def _finalize(args: argparse.Namespace, search: Search, progress: Progress) -> D
     from autotune.reports import terminal
     from autotune.study import candidates
 
-    settings, request = search.settings, search.request
+    settings, request = search.session.settings, search.request
     axes = settings.pareto
     if axes:
-        records = search.records.trials(request.study_name)
+        records = search.session.records.trials(request.study_name)
         if finalist_candidates(records, settings):
             front = study_front(candidates(records), records, axes)
             progress.note(terminal.pareto_table(front, axes, "search"))
@@ -341,10 +340,10 @@ def _finalize(args: argparse.Namespace, search: Search, progress: Progress) -> D
     return finalize(
         request.storage, request.study_name, args.out, remeasure_finalists=args.remeasure,
         deadline=request.deadline, runner=options.trial_runner(), on_note=progress.note,
-        device=search.local.device, model_path=search.local.model_path,
+        device=search.session.local.device, model_path=search.session.local.model_path,
         for_device=args.for_device, trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
-        allow_unsafe_knobs=search.space.unsafe_knobs,
+        allow_unsafe_knobs=search.session.space.unsafe_knobs,
     )  # fmt: skip
 
 
@@ -352,11 +351,12 @@ def _create_only(search: Search) -> int:
     from autotune.records import redact_url
 
     search.prepare()
-    s, request = search.settings, search.request
-    what = "created" if search.created else "ready"
+    session, request = search.session, search.request
+    s = session.settings
+    what = "created" if session.created else "ready"
     print(
         f"study {request.study_name!r} {what} ({s.model_path} on {s.device}, space "
-        f"{search.space.name!r}, {s.trials} trials); no trial ran (--no-worker). Start workers:"
+        f"{session.space.name!r}, {s.trials} trials); no trial ran (--no-worker). Start workers:"
         f"\n  autotune worker --study {request.study_name} --storage "
         f"{redact_url(request.storage)} --model {s.model_path}\nthen write the file with:\n"
         f"  autotune finalize --study {request.study_name} --storage "
@@ -366,11 +366,11 @@ def _create_only(search: Search) -> int:
 
 
 def _header(search: Search, say: Callable[[str], None]) -> None:
-    for note in search.space.notes:
+    space = search.session.space
+    for note in space.notes:
         say(f"note: {note}")
-    s, done = search.settings, search.done()
-    what = f"{s.model_path} on {s.device}, space {search.space.name!r} ({search.space.size:,} "
-    what += "configurations)"
+    s, done = search.session.settings, search.done()
+    what = f"{s.model_path} on {s.device}, space {space.name!r} ({space.size:,} configurations)"
     if done:
         say(f"study {search.request.study_name!r} (resumed, {done} of {s.trials} trials done): "
             f"{what}")  # fmt: skip

@@ -92,15 +92,16 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     progress = Progress(quiet=args.quiet)
     search = _join(request, progress.note)
-    resolve_device(search.local.device, remedy="Run the worker where the study's device is.")
-    runners = trial_runners(args, search.local.device)
+    local = search.session.local
+    resolve_device(local.device, remedy="Run the worker where the study's device is.")
+    runners = trial_runners(args, local.device)
     search.runners = list(runners)
     progress.attach(search, "worker")
-    s = search.settings
+    s = search.session.settings
     with progress:
         progress.note(
             f"worker for study {args.study!r} ({search.done()} of {s.trials} trials done): "
-            f"{search.local.model_path} on {search.local.device}, space {search.space.name!r}"
+            f"{local.model_path} on {local.device}, space {search.session.space.name!r}"
         )
         try:
             search.run()

@@ -82,7 +82,7 @@ class Progress:
         """Shows ``search``'s records, notes and phases from now on."""
         self._search = search
         self._title = f"autotune {command}: study {search.request.study_name!r}"
-        search.on_record, search.on_note, search.on_phase = self.record, self.note, self.phase
+        search.events.subscribe(self.record, self.note, self.phase)
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
@@ -92,7 +92,7 @@ class Progress:
 
         if self._search is not None:
             self._phase_dir = str(self._scratch.enter_context(scratch_dir("phases-")))
-            self._search.phase_dir = self._phase_dir
+            self._search.trials.phase_dir = self._phase_dir
             self._poller = threading.Thread(target=self._poll, daemon=True)
             self._poller.start()
         self._live = Live(
@@ -119,7 +119,7 @@ class Progress:
             self._live.stop()
             self._live = None
         if self._search is not None:
-            self._search.phase_dir = None
+            self._search.trials.phase_dir = None
         self._scratch.close()
 
     @property
@@ -150,7 +150,7 @@ class Progress:
 
     def record(self, r: TrialRecord) -> None:
         """A finished trial: its line, and its part in the best and the failures."""
-        objective = self._search.objective if self._search is not None else None
+        objective = self._search.session.objective if self._search is not None else None
         with self._lock:
             self._count(r, objective.score(r) if objective is not None else r.speedup_vs_eager)
             if self._phase == "trial" and self._detail.startswith(f"#{r.trial_number} "):
@@ -206,7 +206,7 @@ class Progress:
         return rows
 
     def _trials(self) -> str:
-        budget = self._search.settings.trials if self._search is not None else None
+        budget = self._search.session.settings.trials if self._search is not None else None
         s = self._standing
         if s is None:
             return f"? of {budget} done" if budget else "?"
@@ -215,7 +215,7 @@ class Progress:
 
     def _times(self) -> str:
         text = f"elapsed {_duration(time.monotonic() - self._started)}"
-        s, budget = self._standing, self._search.settings.trials if self._search else 0
+        s, budget = self._standing, self._search.session.settings.trials if self._search else 0
         if s is None or not self._walls or s.done >= budget:
             return text
         mean = sum(self._walls) / len(self._walls)

@@ -29,13 +29,13 @@ def standing(search: Search) -> Standing:
     """One read of the study, without the search's retries and timings: a display's thread
     calls it between the search's own reads, and simply tries again later when it fails."""
     name = search.request.study_name
-    done = search.records.count_trials(name, duplicates=False)
+    done = search.session.records.count_trials(name, duplicates=False)
     states = (TrialState.RUNNING,)
-    trials = search.study.get_trials(deepcopy=False, states=states)
+    trials = search.session.study.get_trials(deepcopy=False, states=states)
     running = sum(1 for t in trials if BASELINE_ATTR not in t.user_attrs)
-    if search.settings.pareto:
+    if search.session.settings.pareto:
         return Standing(done, running)
-    finished = search.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    finished = search.session.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     # an earlier study's results told to the sampler (--warm-start-from) are not this study's
     own = [t for t in finished if PRIOR_ATTR not in t.user_attrs and t.value is not None]
     if not own:

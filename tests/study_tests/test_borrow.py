@@ -59,7 +59,7 @@ def test_the_best_configs_are_measured_first_and_the_sampler_is_told(
 
     best_earlier = max(earlier_records, key=lambda r: r.speedup_vs_eager or 0.0)
     assert runner.specs[2].config == best_earlier.config  # right after the two baselines
-    trials = search.study.get_trials()
+    trials = search.session.study.get_trials()
     borrowed = [
         t for t in trials if t.user_attrs.get(BORROWED_ATTR) == f"a#{best_earlier.trial_number}"
     ]
@@ -83,7 +83,7 @@ def test_another_space_borrows_configs_but_tells_nothing(tmp_path, model_file, s
                        warm_start=WarmStart("a", top=2))  # fmt: skip
     search = Search(request, Table(), on_note=notes.append)
     search.run()
-    assert not [t for t in search.study.get_trials() if PRIOR_ATTR in t.user_attrs]
+    assert not [t for t in search.session.study.get_trials() if PRIOR_ATTR in t.user_attrs]
     assert any("not told to the sampler (another space)" in n for n in notes)
 
 

@@ -215,7 +215,7 @@ def test_a_pareto_study_is_multi_objective_and_fails_infeasible_trials(tmp_path,
     # a failed trial is on no front Optuna computes: optuna-dashboard, study.best_trials
     assert timed_out.trial_number not in {t.number for t in study.best_trials}
     assert numbers(front(records, AXES))[-1] == 0  # eager closes every front
-    picked = pick_from_front(records, search.settings, "p", request.storage,
+    picked = pick_from_front(records, search.session.settings, "p", request.storage,
                              PickRule.parse("fastest,compile<=10"))  # fmt: skip
     assert picked.chosen is not None and picked.chosen.compile_time_s == 4.0
 

@@ -60,7 +60,7 @@ def _searched(
     records."""
     search = Search(request, ByPreset())
     if first is not None:
-        search.study.enqueue_trial(first)
+        search.session.study.enqueue_trial(first)
     search.run()
     with RecordStore(request.storage) as store:
         return search, store.trials("s")
@@ -72,7 +72,7 @@ def test_presets_run_after_the_baselines_each_as_written(tmp_path, model_file, s
     search = Search(request, runner, on_note=notes.append)
     records = search.run()
 
-    presets = [t.user_attrs.get(PRESET_ATTR) for t in search.study.get_trials()]
+    presets = [t.user_attrs.get(PRESET_ATTR) for t in search.session.study.get_trials()]
     assert presets[:5] == [None, None, "max-autotune-no-cudagraphs", "freezing", "fusion"]
     configs = [s.config for s in runner.specs[2:5]]
     assert configs[0]["mode"] == "max-autotune-no-cudagraphs" and configs[0]["dynamic"] is None
@@ -85,7 +85,7 @@ def test_presets_run_after_the_baselines_each_as_written(tmp_path, model_file, s
 
     # a second run of the same study queues them no more
     Search(request, ByPreset()).run()
-    again = [t for t in search.study.get_trials() if PRESET_ATTR in t.user_attrs]
+    again = [t for t in search.session.study.get_trials() if PRESET_ATTR in t.user_attrs]
     assert len(again) == 3
 
 
@@ -95,7 +95,9 @@ def test_the_budget_gives_presets_at_most_half(tmp_path, model_file, space_file)
                     on_note=notes.append)  # fmt: skip
     search.run()
     queued = [
-        t.user_attrs[PRESET_ATTR] for t in search.study.get_trials() if PRESET_ATTR in t.user_attrs
+        t.user_attrs[PRESET_ATTR]
+        for t in search.session.study.get_trials()
+        if PRESET_ATTR in t.user_attrs
     ]
     assert queued == ["max-autotune-no-cudagraphs"]
     assert any("freezing, fusion not measured" in n for n in notes)
@@ -104,7 +106,7 @@ def test_the_budget_gives_presets_at_most_half(tmp_path, model_file, space_file)
 def test_the_best_preset_is_always_a_finalist(tmp_path, model_file, space_file):
     request = _request(tmp_path, model_file, space_file, trials=6)
     search, records = _searched(request)
-    chosen = finalist_candidates(records, search.settings)
+    chosen = finalist_candidates(records, search.session.settings)
     # one finalist by the budget, default compile, and the best preset: freezing (1.5x)
     assert any(r.config and r.config["options"] == {"freezing": True} for r in chosen)
     assert any(r.baseline == "default" for r in chosen)
@@ -117,7 +119,7 @@ def test_a_tuned_config_within_the_spread_of_a_preset_gives_way_to_it(
     tuned = {"compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
              "inductor.max_fusion_size": 64}  # fmt: skip
     search, records = _searched(request, tuned)  # 1.505x: a hair above the freezing preset's 1.5x
-    best = best_config(records, search.settings, "s", request.storage)
+    best = best_config(records, search.session.settings, "s", request.storage)
     assert best.config is not None and best.config.options == {"freezing": True}
     assert best.config.dynamic is None
     assert "did not beat the preset 'freezing'" in best.reason
@@ -128,10 +130,10 @@ def test_preset_finalists_all_puts_every_measured_preset_beside_the_winner(
 ):
     request = _request(tmp_path, model_file, space_file, trials=6)
     search, records = _searched(request)
-    best_only = finalist_candidates(records, search.settings)
-    every = finalist_candidates(records, dataclasses.replace(search.settings,
+    best_only = finalist_candidates(records, search.session.settings)
+    every = finalist_candidates(records, dataclasses.replace(search.session.settings,
                                                              preset_finalists="all"))  # fmt: skip
-    names = preset_hashes(search.settings)
+    names = preset_hashes(search.session.settings)
     assert sum(r.config_hash in names for r in best_only) == 1
     assert {r.config_hash for r in every if r.config_hash in names} == {
         r.config_hash for r in records if r.config_hash in names and r.status == "ok"

@@ -84,7 +84,7 @@ def test_a_sampled_trial_whose_code_was_timed_takes_that_timing(tmp_path, model_
     # they compiled: they count toward --trials
     assert sum(1 for r in records if r.baseline is None and r.duplicate_of is None) == 10
     # the sampler is told the timed trial's value
-    values = {t.number: t.value for t in search.study.get_trials()}
+    values = {t.number: t.value for t in search.session.study.get_trials()}
     assert all(values[r.trial_number] == values[r.equivalent_of] for r in same)
     assert f"{len(same)} generated code already timed" in terminal.summary(
         _best(search, records), "best.json", records
@@ -99,7 +99,7 @@ def test_baselines_and_presets_are_timed_in_full(tmp_path, model_file, space_fil
         reused = {r.trial_number for r in store.trials("s") if r.duplicate_of is not None}
     kinds = [  # in the order run; a config already measured is not run again
         "fixed" if t.user_attrs.get(BASELINE_ATTR) or t.user_attrs.get(PRESET_ATTR) else "sampled"
-        for t in sorted(search.study.get_trials(), key=lambda t: t.number)
+        for t in sorted(search.session.study.get_trials(), key=lambda t: t.number)
         if t.number not in reused
     ]
     assert len(kinds) == len(runner.specs)
@@ -156,4 +156,4 @@ def test_known_code_maps_each_code_to_the_earliest_trial_that_timed_it():
 def _best(search: Search, records: list[TrialRecord]):
     from autotune.decide import best_config
 
-    return best_config(records, search.settings, "s", search.request.storage)
+    return best_config(records, search.session.settings, "s", search.request.storage)

@@ -187,7 +187,7 @@ def test_the_best_file_never_holds_a_config_within_noise_of_eager(request_for):
 
     request = request_for(trials=4)
     search = Search(request, Noisy(speedups=speedups))
-    best = best_config(search.run(), search.settings, "s", request.storage)
+    best = best_config(search.run(), search.session.settings, "s", request.storage)
     assert best.decision == "do_not_compile" and best.config is None
     assert "not reliably faster than eager" in best.reason
 
@@ -197,7 +197,7 @@ def test_the_best_file_names_the_fastest_correct_config(request_for):
     request = request_for(trials=50)
     search = Search(request, TableRunner(speedups=speedups))
     records = search.run()
-    best = best_config(records, search.settings, "s", request.storage)
+    best = best_config(records, search.session.settings, "s", request.storage)
     assert best.decision == "compile"
     assert best.config.fullgraph is True and best.config.dynamic is False
     assert best.metrics["speedup_vs_eager"] == pytest.approx(1.9)
@@ -231,13 +231,13 @@ def test_scopes_are_probed_once_and_searched(request_for):
     records = search.run()
     probes = [s for s in runner.specs if s.config and s.config["scope"]["compile"] != [""]]
     assert probes, "the parts were never probed"
-    assert search.plan is not None and search.plan.size >= 2
+    assert search.trials.plan is not None and search.trials.plan.size >= 2
     searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
     assert {r.config["scope"]["compile"][0] for r in searched} <= {
-        path for c in search.plan.candidates for path in c.scope.compile
+        path for c in search.trials.plan.candidates for path in c.scope.compile
     }
     stored = RecordStore(request.storage).study_settings("s")
-    assert stored["scope_plan"] == search.plan.to_dict()
+    assert stored["scope_plan"] == search.trials.plan.to_dict()
     # A resumed study reuses the stored plan: no second round of probes.
     again = TableRunner()
     Search(request_for(trials=7, model="scope_mixed", scope="search"), again).run()
@@ -248,7 +248,7 @@ def test_amortized_over_few_calls_does_not_compile(request_for):
     """Every compile costs 0.5 s here; ten calls of 1 ms can never pay it back."""
     request = request_for(trials=4, objective="amortized", calls=10)
     search = Search(request, TableRunner(speedups={(False, False): 1.5}))
-    best = best_config(search.run(), search.settings, "s", request.storage)
+    best = best_config(search.run(), search.session.settings, "s", request.storage)
     assert best.decision == "do_not_compile"
     assert "over 10 calls no configuration pays back its compile time" in best.reason
     assert best.workload["objective"] == "amortized" and best.workload["calls"] == 10
@@ -257,7 +257,7 @@ def test_amortized_over_few_calls_does_not_compile(request_for):
 def test_amortized_over_many_calls_compiles_and_reports_the_break_even(request_for):
     request = request_for(trials=50, objective="amortized", calls=10**7)
     search = Search(request, TableRunner(speedups={(False, False): 1.5}))
-    best = best_config(search.run(), search.settings, "s", request.storage)
+    best = best_config(search.run(), search.session.settings, "s", request.storage)
     assert best.decision == "compile"
     # 0.5 s of compile against 1 ms - 1/1.5 ms saved per call: 1,500 calls
     assert best.metrics["break_even_calls_vs_eager"] == pytest.approx(1500, rel=1e-6)
@@ -283,7 +283,7 @@ def test_a_winner_within_the_noise_of_default_compile_gives_way_to_it(request_fo
         Finalist(tuned, _ok(1.30, q1=1.10, q3=1.50), _ok(1.30, q1=1.10, q3=1.50)),
         Finalist(default, _ok(1.25, q1=1.15, q3=1.35), _ok(1.25, q1=1.15, q3=1.35)),
     ]
-    best = best_config(records, search.settings, "s", request.storage, finalists=fresh)
+    best = best_config(records, search.session.settings, "s", request.storage, finalists=fresh)
     assert best.decision == "compile" and best.source["trial"] == default.trial_number
     assert "did not beat default torch.compile (1.250x eager) by more than" in best.reason
     assert best.reason.endswith("so the default compile is recommended")
@@ -291,11 +291,13 @@ def test_a_winner_within_the_noise_of_default_compile_gives_way_to_it(request_fo
         fresh[0],
         Finalist(default, _ok(1.2, q1=0.9, q3=1.4), _ok(1.2, q1=0.9, q3=1.4)),
     ]
-    best = best_config(records, search.settings, "s", request.storage, finalists=shaky_default)
+    best = best_config(
+        records, search.session.settings, "s", request.storage, finalists=shaky_default
+    )
     assert best.decision == "do_not_compile"
     assert "the default compile is not reliably faster than eager" in best.reason
     clear = [Finalist(tuned, _ok(1.6), _ok(1.6)), fresh[1]]
-    best = best_config(records, search.settings, "s", request.storage, finalists=clear)
+    best = best_config(records, search.session.settings, "s", request.storage, finalists=clear)
     assert best.source["trial"] == tuned.trial_number
     assert best.metrics["cold_compile_time_s"] == 0.5
 
@@ -327,8 +329,8 @@ def test_a_trial_failed_by_another_process_meanwhile_leaves_no_record(request_fo
 def test_a_display_hears_each_phase_and_each_trial_gets_a_phase_file(request_for, tmp_path):
     runner, phases = TableRunner(), []
     search = Search(request_for(trials=1, scope="search"), runner)
-    search.on_phase = lambda phase, detail: phases.append((phase, detail))
-    search.phase_dir = str(tmp_path)
+    search.events.on_phase = lambda phase, detail: phases.append((phase, detail))
+    search.trials.phase_dir = str(tmp_path)
     search.run()
     default = "#1 [default] inductor default dyn=None fg=False"
     assert phases[:2] == [("trial", "#0 [eager] eager (no compile)"), ("trial", default)]

@@ -70,7 +70,11 @@ def study(tmp_path, model_file, space_file):
         runner = Runner(script)
         search = Search(request, runner)
         records = search.run()
-        return best_config(records, search.settings, name, request.storage), records, runner
+        return (
+            best_config(records, search.session.settings, name, request.storage),
+            records,
+            runner,
+        )
 
     return run
 

@@ -1,0 +1,80 @@
+"""The scope plan, settled once per study: the process that claims the probes runs them, the
+others wait for the stored plan (or take the claim over when its owner died)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from autotune._deadline import Deadline
+from autotune.scope import ScopePlan, plan_scopes
+from autotune.study._session import Session
+from autotune.study._settings import StudySettings
+from autotune.study._storage import grace_s, heartbeat_s, retrying
+from autotune.trials import TrialRunner
+
+SCOPE_CLAIM = "scope_plan"
+POLL_S = 1.0
+
+
+def settle_scope_plan(
+    session: Session, runner: TrialRunner, deadline: Deadline
+) -> ScopePlan | None:
+    """Analyzes and probes the model's parts once per study (with ``runner``). Every later run
+    and worker reuses the plan, so the scope parameter never changes its choices."""
+    if session.settings.scope != "search":
+        return None
+    events = session.events
+    while session.settings.scope_plan is None:
+        owner = session.owner()
+        if session.db(session.records.claim, session.name, SCOPE_CLAIM, owner, grace_s()):
+            _probe_and_store(session, owner, runner, deadline)
+        else:
+            events.note_once("scope: waiting for another process to probe the model's parts")
+            deadline.check("while waiting for the scope probes")
+            time.sleep(POLL_S)
+            stored = session.db(lambda: session.records.study_settings(session.name))
+            session.settings = StudySettings.from_dict(stored or session.settings.to_dict())
+    plan = ScopePlan.from_dict(session.settings.scope_plan)
+    for probe in plan.excluded:
+        events.note_once(f"scope: kept eager everywhere: {probe.brief()}")
+    events.note_once(f"scope: candidates {', '.join(plan.names)}")
+    return plan
+
+
+def _probe_and_store(
+    session: Session, owner: str, runner: TrialRunner, deadline: Deadline
+) -> None:
+    stop = threading.Event()
+    name, records = session.name, session.records
+
+    def beat() -> None:
+        while not stop.wait(heartbeat_s()):
+            retrying(lambda: records.beat_claim(name, SCOPE_CLAIM, owner))
+
+    beating = threading.Thread(target=beat, daemon=True)
+    beating.start()
+    try:
+        plan = _probe(session, runner, deadline)
+    except BaseException:
+        stop.set()
+        session.db(lambda: records.release_claim(name, SCOPE_CLAIM, owner))
+        raise
+    stop.set()
+    settings = session.db(lambda: records.settle_study_setting(name, "scope_plan", plan.to_dict()))
+    session.db(lambda: records.finish_claim(name, SCOPE_CLAIM, owner))
+    session.settings = StudySettings.from_dict(settings)
+
+
+def _probe(session: Session, runner: TrialRunner, deadline: Deadline) -> ScopePlan:
+    s, local, events = session.settings, session.local, session.events
+    backends = session.space.to_dict().get("compile", {}).get("backend", ["inductor"])
+    events.on_note(f"scope: analyzing {local.model_path} and probing its parts one by one")
+    events.on_phase("analyzing", local.model_path)
+    return plan_scopes(
+        local.model_path, local.device, runner,
+        backend=backends[0] if isinstance(backends, list) else backends,
+        budget_s=s.compile_budget_s, seed=s.seed, cache_dir=session.request.cache_dir,
+        workload=s.workload, on_probe=lambda r: events.on_note(f"  probe {r.brief()}"),
+        on_target=lambda name: events.on_phase("probing", name), deadline=deadline,
+    )  # fmt: skip

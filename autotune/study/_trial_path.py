@@ -1,0 +1,342 @@
+"""One trial's path, from the configuration it measures to its record: a result reused when the
+study measured the same configuration (or generated code) before, screening for sampled trials,
+the trial budget, the heartbeat while it runs, and Optuna told."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import optuna
+
+from autotune.errors import UsageError
+from autotune.records import TrialRecord
+from autotune.runtime.config import CompileConfig
+from autotune.scope import ScopePlan
+from autotune.space import SearchSpace
+from autotune.study._attrs import (
+    BASELINE_ATTR,
+    BATCH_ATTR,
+    BORROWED_ATTR,
+    KEY_ATTR,
+    PRESET_ATTR,
+    SCOPE_ATTR,
+)
+from autotune.study._cache import cache_bytes, prune
+from autotune.study._events import Events
+from autotune.study._explore import ExploringSampler
+from autotune.study._records import to_record, trial_key
+from autotune.study._screen import known_code, reuse_timing, stop_below
+from autotune.study._session import Session
+from autotune.study._settings import ADAPTIVE_FLOOR_S, StudySettings
+from autotune.study._storage import heartbeat_s, retrying
+from autotune.trials import TrialResult, TrialRunner, TrialSpec
+
+BATCH_PARAM = "workload.batch_size"
+POLL_S = 1.0
+
+
+class TrialPath:
+    """Runs trials for one search: ``plan`` is the scope plan once settled, ``sampler`` this
+    process's (told when a trial repeats a measured point), ``phase_dir`` where trials write
+    their phase for a display, ``stopping`` set when the search stops."""
+
+    def __init__(self, session: Session, events: Events, stopping: threading.Event) -> None:
+        self.session = session
+        self.events = events
+        self.stopping = stopping
+        self.plan: ScopePlan | None = None
+        self.sampler: ExploringSampler | None = None
+        self.phase_dir: str | None = None
+
+    def run(self, runner: TrialRunner, trial: optuna.Trial) -> None:
+        """Measures ``trial`` with ``runner``, records it and tells Optuna (or fails it)."""
+        s = self.session
+        try:
+            record = self._measure(trial, runner)
+        except BaseException:
+            s.fail(trial)  # interrupted: nothing stays RUNNING
+            raise
+        if record is None:
+            s.fail(trial)
+            return
+        s.db(lambda: s.records.add_trial(s.name, record))
+        if not s.db(lambda: s.tell(trial, record)):
+            # Failed as stale while this process was cut off from the database: the record
+            # goes, so autotune's rows and Optuna's agree; the re-queued configuration runs.
+            s.db(lambda: s.records.remove_trial(s.name, trial.number))
+            self.events.on_note(
+                f"trial {trial.number} was failed by another process while this one could not "
+                "reach the database for longer than the grace period; its result is dropped "
+                "and its configuration retried"
+            )
+            return
+        if record.duplicate_of is not None and self.sampler is not None:
+            self.sampler.explore_next()  # the sampler may be stuck on a measured point
+        s.db(lambda: s.records.beat_worker(s.worker_id))
+        self.events.on_record(record)
+        if record.baseline == "eager" and record.failure_kind == "model_error":
+            raise UsageError(
+                f"The model file {s.local.model_path} does not run in eager mode on "
+                f"{s.local.device}: {(record.error or '').rstrip('.')}. No trial was "
+                "compiled; fix the model file and run the same command again."
+            )
+
+    def _measure(self, trial: optuna.Trial, runner: TrialRunner) -> TrialRecord | None:
+        """The trial's record, or None when it must not count: the run was stopped, or the
+        timeout cut its compile budget short (a ``timeout`` then says nothing of the config)."""
+        s = self.session
+        baseline = trial.user_attrs.get(BASELINE_ATTR)
+        try:
+            with s.timed("suggest"):  # the sampler reads the study: a restart is ridden out
+                batch = retrying(lambda: batch_for(trial, s.settings), on_retry=s.note_unreachable)
+                config = retrying(
+                    lambda: config_for(trial, baseline, s.space, self.plan),
+                    on_retry=s.note_unreachable,
+                )
+            key = trial_key(config, batch)
+            s.db(lambda: trial.set_user_attr(KEY_ATTR, key))
+        except optuna.exceptions.UpdateFinishedTrialError:
+            # Cut off from the database past the grace period, this process's trial was failed
+            # as stale by another one (and re-queued) before its configuration was drawn.
+            self.events.on_note(
+                f"trial {trial.number} was failed by another process while this one could not "
+                "reach the database; it is left to the retry that process queued"
+            )
+            return None
+        preset, borrowed = trial.user_attrs.get(PRESET_ATTR), trial.user_attrs.get(BORROWED_ATTR)
+        label = f"[{baseline}] " if baseline else (f"[preset {preset}] " if preset else "")
+        label = f"[from {borrowed}] " if borrowed and not label else label
+        self.events.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")
+        reused = self._reuse(trial, key)
+        if reused is not None:
+            result, duplicate_of = reused
+        else:
+            allowed = trial_budget(self.session, baseline, batch)
+            budget = s.request.deadline.budget(allowed)
+            cache = s.request.cache_dir
+            before = self._prune_cache()
+            spec = self._spec(config, batch, budget, trial.number)
+            if not (baseline or preset or borrowed):  # drawn by the sampler: screened
+                spec = self._screened(spec, batch)
+            with heartbeat(s.study, trial), _phase_file(spec.progress_path):
+                result = runner.run(spec)
+            if result.equivalent_of is not None:
+                timed = self._timing_of(result.equivalent_of, result, trial.number)
+                if timed is None:
+                    return None
+                result = timed
+            duplicate_of = None
+            result.batch_size = batch
+            result.cache_bytes_written = max(0, cache_bytes(cache) - before)
+            result.environment = {**result.environment, "worker": s.worker()}
+            cut = result.failure_kind == "timeout" and budget < allowed
+            if self.stopping.is_set() or cut:
+                return None
+            result = within_budgets(result, s.settings)
+        return to_record(
+            trial.number, trial._trial_id, baseline, config, key, result, duplicate_of,
+            default_speedup(self.session, batch),
+        )  # fmt: skip
+
+    def _reuse(self, trial: optuna.Trial, key: str) -> tuple[TrialResult, int] | None:
+        """A configuration measured (or being measured) in this study is not compiled again:
+        the result of the earliest trial with the same key is reused, waiting for it while it
+        runs in another process. A failed baseline is measured again."""
+        s = self.session
+        while True:
+            found = s.db(lambda: s.records.find_by_hash(s.name, key))
+            if found is not None and (found.status == "ok" or found.baseline is None):
+                return TrialResult.from_dict(found.result), found.trial_number
+            earlier = [
+                t for t in self.session.running() if t.user_attrs.get(KEY_ATTR) == key
+                and t.number < trial.number
+            ]  # fmt: skip
+            if not earlier or self.stopping.is_set():
+                return None
+            self.events.note_once(
+                f"trial {trial.number} waits for trial {earlier[0].number}, which measures the "
+                "same configuration in another process"
+            )
+            with heartbeat(self.session.study, trial):
+                time.sleep(POLL_S)
+            self.session.recover_stale()
+
+    def _screened(self, spec: TrialSpec, batch: int | None) -> TrialSpec:
+        """A sampled trial skips timing code the study already timed, and stops timing early
+        when clearly slower than the best so far (see autotune.study._screen)."""
+        s = self.session
+        records = s.db(s.records.trials, s.name)
+        below = stop_below(records, s.settings.objective, batch) if s.settings.prune else None
+        return dataclasses.replace(
+            spec,
+            known_code=known_code(records, batch),
+            measure=dataclasses.replace(spec.measure, stop_below=below),
+        )
+
+    def _timing_of(self, number: int, result: TrialResult, trial: int) -> TrialResult | None:
+        """The steady state of trial ``number``, which ran the same code as ``result``; None
+        when that record is gone (its result was dropped since): this trial does not count."""
+        timed = self.session.db(self.session.records.trial, self.session.name, number)
+        if timed is None:
+            self.events.on_note(
+                f"trial {trial} generated the same code as trial {number}, whose record is "
+                f"gone since; trial {trial} does not count"
+            )
+            return None
+        return reuse_timing(result, timed)  # its trial line says so
+
+    def _prune_cache(self) -> int:
+        """Keeps the kernel cache under its limit; returns the bytes it holds."""
+        request = self.session.request
+        removed, left = prune(request.cache_dir, request.cache_limit_bytes)
+        if removed:
+            self.events.on_note(
+                f"the kernel cache {request.cache_dir} passed its limit of "
+                f"{request.cache_limit_bytes / 2**30:.1f} GiB: removed {removed / 2**20:.0f} "
+                "MiB of its oldest files"
+            )
+        return left
+
+    def _spec(
+        self, config: CompileConfig | None, batch: int | None, budget: float, number: int
+    ) -> TrialSpec:
+        spec = self.session.local.trial_spec(
+            config.to_dict() if config is not None else None,
+            cache_dir=self.session.request.cache_dir,
+            relaxed_numerics=config is not None and self.session.space.relaxes_numerics(config),
+            batch_size=batch,
+            budget_s=budget,
+        )
+        spec = dataclasses.replace(spec, allow_unsafe_knobs=list(self.session.space.unsafe_knobs))
+        if self.phase_dir is None:
+            return spec
+        path = os.path.join(self.phase_dir, f"trial-{number}.phase")
+        return dataclasses.replace(spec, progress_path=path)
+
+
+def batch_for(trial: optuna.Trial, settings: StudySettings) -> int | None:
+    """The batch size a trial measures: its baseline's, or one the sampler draws."""
+    if trial.user_attrs.get(BASELINE_ATTR) is not None:
+        return trial.user_attrs.get(BATCH_ATTR)
+    if settings.batch_sizes:
+        return int(trial.suggest_categorical(BATCH_PARAM, settings.batch_sizes))
+    return None
+
+
+def config_for(
+    trial: optuna.Trial, baseline: str | None, space: SearchSpace, plan: ScopePlan | None
+) -> CompileConfig | None:
+    """What a trial compiles: a baseline, a preset, or a config (and scope) the sampler draws."""
+    if baseline == "eager":
+        return None
+    if baseline == "default":
+        return CompileConfig()
+    preset = space.preset(str(trial.user_attrs.get(PRESET_ATTR)))
+    if preset is not None:
+        return space.preset_config(preset)
+    if plan is None:
+        return space.suggest(trial)
+    named = plan.suggest_named(trial)
+    trial.set_user_attr(SCOPE_ATTR, named.name)
+    config = space.suggest(trial)
+    # A scope with a part kept eager inside a compiled region cannot be one graph.
+    fullgraph = config.fullgraph and named.fullgraph
+    return dataclasses.replace(config, scope=named.scope, fullgraph=fullgraph)
+
+
+def within_budgets(result: TrialResult, settings: StudySettings) -> TrialResult:
+    """A trial that ran and matched eager, but broke --memory-budget or --max-latency-ms,
+    is infeasible."""
+    if not result.ok:
+        return result
+    memory, peak = settings.memory_budget_bytes, result.peak_memory_bytes
+    if memory is not None and peak is not None and peak > memory:
+        result.status, result.failure_kind = "failed", "memory_budget"
+        result.error = (
+            f"peak memory {peak / 2**20:.0f} MiB exceeds --memory-budget {memory / 2**20:.0f} MiB"
+        )
+    cap, latency = settings.max_latency_s, result.latency_median_s
+    if result.ok and cap is not None and latency is not None and latency > cap:
+        result.status, result.failure_kind = "failed", "latency_budget"
+        result.error = f"latency {latency * 1e3:.3g} ms exceeds --max-latency-ms {cap * 1e3:g}"
+    return result
+
+
+def trial_budget(session: Session, baseline: str | None, batch: int | None) -> float:
+    """The baselines get the whole compile budget; a search trial the adaptive one, once
+    default torch.compile's compile time is known (see StudySettings.trial_budget_s)."""
+    if baseline is not None:
+        return session.settings.compile_budget_s
+    default = next(
+        (r for r in session.db(session.records.baselines, session.name)
+         if r.baseline == "default" and r.status == "ok" and r.batch_size == batch),
+        None,
+    )  # fmt: skip
+    if default is None:
+        return session.settings.compile_budget_s
+    budget = session.settings.trial_budget_s(default.compile_time_s, default.wall_time_s)
+    factor = session.settings.compile_budget_factor
+    if budget < session.settings.compile_budget_s:
+        session.events.note_once(
+            f"compile budget: {budget:.0f} s per trial, {factor:g}x "
+            f"default torch.compile's {default.compile_time_s:.1f} s compile plus its run "
+            f"(--compile-budget-factor; at least {ADAPTIVE_FLOOR_S:.0f} s, at most "
+            f"--compile-budget {session.settings.compile_budget_s:.0f} s)"
+        )
+    return budget
+
+
+def default_speedup(session: Session, batch: int | None) -> float | None:
+    """Default torch.compile's speedup over eager at this batch size, once measured."""
+    for record in session.db(session.records.baselines, session.name):
+        if record.baseline == "default" and record.status == "ok":
+            if record.batch_size == batch:
+                return record.speedup_vs_eager
+    return None
+
+
+def _brief(config: CompileConfig | None) -> str:
+    return config.brief() if config is not None else "eager (no compile)"
+
+
+@contextmanager
+def _phase_file(path: str | None) -> Iterator[None]:
+    """Removes a trial's phase file once the trial ended: a display shows running trials."""
+    try:
+        yield
+    finally:
+        if path is not None:
+            with suppress(OSError):
+                os.remove(path)
+
+
+@contextmanager
+def heartbeat(study: optuna.Study, trial: optuna.Trial) -> Iterator[None]:
+    """Keeps the trial's heartbeat fresh while its process runs, so that only trials whose
+    owner died are failed as stale (by this or any other process of the study). A beat the
+    database refuses is simply tried again at the next one."""
+    stop = threading.Event()
+    storage: Any = study._storage
+
+    def beat() -> None:
+        while True:
+            try:
+                storage.record_heartbeat(trial._trial_id)
+            except Exception:  # noqa: BLE001 - a restarting database: beat again later
+                pass
+            if stop.wait(heartbeat_s()):
+                return
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
