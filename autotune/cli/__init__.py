@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
-    from autotune.trials._runner import tracked
+    from autotune.trials import tracked
 
     signal.signal(signal.SIGTERM, _terminate)
     before = tracked()  # an in-process caller's own trials are not ours to kill

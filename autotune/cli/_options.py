@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from autotune.cli import _argtypes as argtypes
 from autotune.errors import UsageError
-from autotune.trials._spec import DEFAULT_PRECISION
+from autotune.trials import DEFAULT_PRECISION
 
 if TYPE_CHECKING:
     from autotune.trials import TrialRunner

@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     from autotune.cli._device import resolve_device
     from autotune.reports import terminal
     from autotune.reports.progress import Progress
-    from autotune.study import Search
+    from autotune.study import Search, eager_baseline
 
     progress = Progress(quiet=args.quiet)
     request = _request(args, Deadline.after(args.timeout))
@@ -293,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
             lambda running: progress.phase("waiting", f"{running} trials in other processes")
         )
         records = search.session.records.trials(request.study_name)
-        if not any(r.baseline == "eager" and r.status == "ok" for r in records):
+        if eager_baseline(records) is None:
             decision = None
         else:
             decision = _finalize(args, search, progress)
@@ -436,8 +436,13 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
     from autotune._deadline import Deadline
     from autotune.cli._device import resolve_device
     from autotune.space import load_space
-    from autotune.study import Objective, SearchRequest, StudySettings
-    from autotune.study._identity import model_sha256, triton_version
+    from autotune.study import (
+        Objective,
+        SearchRequest,
+        StudySettings,
+        model_sha256,
+        triton_version,
+    )
     from autotune.trials import MeasureSettings
     from autotune.workload import load_model_file, require_batch_size
 

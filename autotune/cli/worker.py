@@ -135,6 +135,8 @@ def _join(request: SearchRequest, say: Callable[[str], None]) -> Search:
 def _per_gpu(args: argparse.Namespace) -> int:
     """One worker process per GPU, each seeing only its own; their lines are prefixed with the
     GPU. A signal to this process goes to every worker, and each dies with it."""
+    from autotune.trials import dies_with_us
+
     argv = _without_gpus(args.argv)
     procs, echoes = [], []
     for gpu in args.gpus:
@@ -142,7 +144,7 @@ def _per_gpu(args: argparse.Namespace) -> int:
         proc = subprocess.Popen(
             [sys.executable, "-m", "autotune.cli", *argv, "--device", "cuda"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            preexec_fn=_die_with_parent(),
+            preexec_fn=dies_with_us(signal.SIGTERM),  # a clean stop when this process dies
         )  # fmt: skip
         echo = threading.Thread(target=_prefix, args=(proc.stdout, f"[gpu {gpu}] "), daemon=True)
         echo.start()
@@ -179,13 +181,6 @@ def _prefix(stream: IO[str] | None, prefix: str) -> None:
     for line in stream:
         sys.stdout.write(prefix + line)
         sys.stdout.flush()
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """The ``preexec_fn`` of a GPU's worker: SIGTERM (a clean stop) when this process dies."""
-    from autotune.trials._guard import dies_with_us
-
-    return dies_with_us(signal.SIGTERM)
 
 
 def _say(line: str) -> None:

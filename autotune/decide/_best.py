@@ -10,9 +10,14 @@ from typing import Any
 from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import SCHEMA_VERSION, BestConfig, CompileConfig
-from autotune.study._objective import Objective, break_even_calls
-from autotune.study._records import candidates, eager_baseline
-from autotune.study._settings import StudySettings
+from autotune.study import (
+    Objective,
+    StudySettings,
+    break_even_calls,
+    candidates,
+    eager_baseline,
+    eager_baselines,
+)
 
 
 def best_config(
@@ -132,8 +137,7 @@ def refusal(best: TrialRecord, objective: Objective, records: list[TrialRecord])
 
 def best_eager(records: list[TrialRecord], objective: Objective) -> TrialRecord | None:
     """The measured eager baseline that scores best (at its best batch size, for throughput)."""
-    eager = [r for r in records if r.baseline == "eager" and r.status == "ok"]
-    return max(eager, key=lambda r: objective.score(r) or 0.0, default=None)
+    return max(eager_baselines(records), key=lambda r: objective.score(r) or 0.0, default=None)
 
 
 def against_default(

@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from autotune._deadline import Deadline
 from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
-from autotune.study._objective import Objective
-from autotune.study._records import candidates, pooled_measurements
-from autotune.study._settings import StudySettings
+from autotune.study import Objective, StudySettings, candidates, pooled_measurements
 from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
 _PREFIX = "finalist-"

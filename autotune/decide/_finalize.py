@@ -23,12 +23,17 @@ from autotune.errors import UsageError
 from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
 from autotune.ship import existing_file, write_entry
-from autotune.study._identity import local_device_name, local_settings
-from autotune.study._objective import Objective
-from autotune.study._pareto import PickRule
-from autotune.study._settings import StudySettings
-from autotune.study._stale import recover_stale
-from autotune.study._storage import grace_s, open_optuna_storage
+from autotune.study import (
+    Objective,
+    PickRule,
+    StudySettings,
+    eager_baseline,
+    grace_s,
+    local_device_name,
+    local_settings,
+    open_optuna_storage,
+    recover_stale,
+)
 from autotune.trials import TrialResult, TrialRunner
 
 # A finalist run takes about its search trial's wall time, cold compiles and finer timing on top.
@@ -102,11 +107,7 @@ def finalize(
         _recover(storage, study, store, settings)
         everywhere = store.trials(study)
         records = _for_device(everywhere, settings, device, for_device, on_note)
-        if not any(r.baseline == "eager" and r.status == "ok" for r in everywhere):
-            raise UsageError(
-                f"Study {study!r} has no measured eager baseline yet, so nothing can be "
-                "compared with eager; run its search (autotune search) first."
-            )
+        _require_eager(study, everywhere, "; run its search (autotune search) first")
         chosen = finalist_candidates(records, settings)
         finalists: list[Finalist] | None = None
         found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
@@ -158,11 +159,7 @@ def decide(storage: str, study: str, store: RecordStore | None = None) -> Decisi
     settings = _settings(store, storage, study)
     everywhere = store.trials(study)
     records = _for_device(everywhere, settings, None, None, lambda note: None)
-    if not any(r.baseline == "eager" and r.status == "ok" for r in everywhere):
-        raise UsageError(
-            f"Study {study!r} has no measured eager baseline yet, so nothing can be compared "
-            "with eager."
-        )
+    _require_eager(study, everywhere)
     chosen = finalist_candidates(records, settings)
     found = _recorded(store, study, chosen, False) if chosen else None
     finalists = _from_round(found, records) if found is not None else None
@@ -337,3 +334,11 @@ def _decide(
 
 
 __all__ = ["Decision", "decide", "finalist_candidates", "finalize"]
+
+
+def _require_eager(study: str, records: list[TrialRecord], remedy: str = "") -> None:
+    if eager_baseline(records) is None:
+        raise UsageError(
+            f"Study {study!r} has no measured eager baseline yet, so nothing can be compared "
+            f"with eager{remedy}."
+        )

@@ -21,10 +21,15 @@ from autotune.decide._best import (
 from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord
 from autotune.runtime.config import BestConfig
-from autotune.study._objective import Objective
-from autotune.study._pareto import PickRule, axis_value, front
-from autotune.study._records import candidates, eager_baseline
-from autotune.study._settings import StudySettings
+from autotune.study import (
+    Objective,
+    PickRule,
+    StudySettings,
+    axis_value,
+    candidates,
+    eager_baseline,
+    front,
+)
 
 
 @dataclass

@@ -6,8 +6,7 @@ import functools
 import json
 
 from autotune.records import TrialRecord
-from autotune.study._objective import Objective
-from autotune.study._settings import StudySettings
+from autotune.study import Objective, StudySettings
 
 
 def preset_hashes(settings: StudySettings) -> dict[str, str]:

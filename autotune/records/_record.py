@@ -6,7 +6,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from autotune.trials._spec import FAILURE_KINDS
+from autotune.trials import FAILURE_KINDS
 
 STATUSES = ("ok", "failed")
 BASELINES = ("eager", "default")

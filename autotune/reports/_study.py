@@ -25,9 +25,15 @@ from autotune.records import (
     Worker,
     redact_url,
 )
-from autotune.study import PRESET_ATTR, PRIOR_ATTR, Objective, StudySettings, candidates
-from autotune.study._settings import settings_from_row
-from autotune.study._storage import open_optuna_storage
+from autotune.study import (
+    PRESET_ATTR,
+    PRIOR_ATTR,
+    Objective,
+    StudySettings,
+    candidates,
+    open_optuna_storage,
+    settings_from_row,
+)
 
 # Optuna's trial states, as a report names a trial that has no record.
 _STATES = {

@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from autotune._atomic import replacing
-from autotune.records._record import ENV_KEYS
+from autotune.records import ENV_KEYS
 from autotune.reports._study import StudyData, TrialRow
 
 if TYPE_CHECKING:

@@ -13,8 +13,7 @@ from autotune._atomic import write_text
 from autotune.records import TrialRecord
 from autotune.reports import study_report
 from autotune.reports._study import StudyData
-from autotune.study import PRIOR_ATTR, candidates
-from autotune.study._pareto import front
+from autotune.study import PRIOR_ATTR, candidates, front
 
 if TYPE_CHECKING:
     import optuna

@@ -21,8 +21,8 @@ from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.reports import terminal
 from autotune.reports._format import clip
-from autotune.study._standing import Standing, standing
-from autotune.trials._phase import read_phase
+from autotune.study._standing import Standing, standing  # the live panel (see pyproject)
+from autotune.trials import read_phase
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

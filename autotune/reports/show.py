@@ -26,7 +26,7 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
 
     ``here`` is this machine's environment fingerprint; None leaves the comparison out."""
     from autotune.runtime.fingerprint import environment_mismatches
-    from autotune.space._meanings import knob_meanings
+    from autotune.space import knob_meanings
 
     config = best.config
     facts: dict[str, Any] = {

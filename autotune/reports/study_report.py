@@ -11,8 +11,7 @@ from autotune._secrets import mask_text
 from autotune.records import TrialRecord
 from autotune.reports._format import clip, ms, times
 from autotune.reports._study import StudyData, TrialRow
-from autotune.study._pareto import front
-from autotune.study._screen import screened
+from autotune.study import front, screened
 
 _CONFIG_MIN_WIDTH = 30
 

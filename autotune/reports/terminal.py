@@ -11,9 +11,7 @@ from autotune.reports._format import calls as _calls
 from autotune.reports._format import clip as _clip
 from autotune.reports._format import ms as _ms
 from autotune.runtime.config import BestConfig
-from autotune.study import Objective, break_even_calls
-from autotune.study._pareto import axis_value
-from autotune.study._screen import screened
+from autotune.study import Objective, axis_value, break_even_calls, screened
 
 _BRIEF_WIDTH = 58
 

@@ -17,7 +17,7 @@ import torch
 import torch._dynamo
 from torch._dynamo.exc import InvalidBackend
 
-from autotune.runtime import _safety
+from autotune.runtime import _safety, knobs
 from autotune.runtime._calls import call_settings, set_around_calls
 from autotune.runtime.config import (
     BestConfig,
@@ -407,7 +407,7 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
             f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
             "these keys from the config."
         )
-    unsafe = _safety.problems(options, config.dynamo, allow_unsafe_knobs, _declared_type)
+    unsafe = _safety.problems(options, config.dynamo, allow_unsafe_knobs, knobs.declared_type)
     if unsafe:
         raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))
 
@@ -429,38 +429,18 @@ def _backend_problems(backend: str) -> list[str]:
 
 
 def _knob_problems(settings: dict[str, Any], layer: str, where: str) -> list[str]:
-    known = _known(layer)
+    names = knobs.known(layer)
     problems = []
     for key, value in sorted(settings.items()):
-        if key not in known:
-            near = difflib.get_close_matches(key, known, n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
+        if key not in names:
+            close = knobs.near(layer, key)
+            hint = f"; did you mean {close!r}?" if close else ""
             problems.append(f"{where}.{key}: unknown to torch {torch.__version__}{hint}")
             continue
-        expected = _declared_type(layer, key)
-        if expected is not None and _safety.accepts(expected, value) is False:
-            problems.append(f"{where}.{key}: expected {_safety.describe(expected)}, got {value!r}")
+        expected = knobs.wrong_type(layer, key, value)
+        if expected is not None:
+            problems.append(f"{where}.{key}: expected {expected}, got {value!r}")
     return problems
-
-
-def _known(layer: str) -> set[str]:
-    if layer == "inductor":
-        from torch import _inductor
-
-        return set(_inductor.list_options())
-    known = set(getattr(torch._dynamo.config, "_config", None) or {})
-    return known | set(torch._dynamo.config.get_config_copy())
-
-
-def _declared_type(layer: str, key: str) -> Any:
-    import torch._inductor.config
-
-    module = torch._inductor.config if layer == "inductor" else torch._dynamo.config
-    get_type = getattr(module, "get_type", None)
-    try:
-        return get_type(key) if get_type is not None else None
-    except (AttributeError, KeyError):
-        return None
 
 
 def _child(model: torch.nn.Module, path: str) -> torch.nn.Module:

@@ -105,7 +105,7 @@ def _tail(path: Path) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    from autotune.trials._guard import kill_group_with_parent
+    from autotune.trials import kill_group_with_parent
 
     kill_group_with_parent()
     spec = json.loads(Path(argv[1]).read_text())

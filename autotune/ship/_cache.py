@@ -22,7 +22,7 @@ from autotune._scratch import scratch_dir
 from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, ConfigFile, entry_label
 from autotune.ship._entries import AOT_SUFFIX, CACHE_SUFFIX, artifact_name, delete_replaced
-from autotune.trials._guard import run_child
+from autotune.trials import run_child
 
 _TIMEOUT_S = 3600.0
 _TAIL = 1500

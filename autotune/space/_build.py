@@ -7,6 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune.runtime import knobs as torch_knobs
 from autotune.space import _graph, _levers, _presets, _unsafe
 from autotune.space._knob import Knob, did_you_mean, parse_knob
 from autotune.space._validate import (
@@ -14,7 +15,6 @@ from autotune.space._validate import (
     NUMERICS_LAYERS,
     knob_notes,
     knob_problems,
-    torch_config,
     vector_widths,
 )
 
@@ -76,7 +76,7 @@ def build(
         searched = possible and (allowed or not knob.numerics)
         out.notes += knob_notes(knob, device) if searched else []
     unsafe, out.unsafe_knobs = _unsafe.problems(
-        [k for k in knobs if k.param not in broken], opted, vouched, _declared_type
+        [k for k in knobs if k.param not in broken], opted, vouched, torch_knobs.declared_type
     )
     out.problems += unsafe
     out.problems += _graph.condition_problems(knobs, broken)
@@ -140,13 +140,6 @@ def _usable_presets(
         else:
             usable.append(preset)
     return usable, notes
-
-
-def _declared_type(layer: str, name: str) -> Any:
-    try:
-        return torch_config(layer).get_type(name)
-    except (AttributeError, KeyError):
-        return None
 
 
 def make_context(

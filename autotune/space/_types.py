@@ -1,15 +1,11 @@
-"""Checks a knob value against the type torch declares for it (``config.get_type``): the same
-rules the runtime applies to a best-config file (:mod:`autotune.runtime._safety`)."""
+"""The values a space file may list: scalars (a knob's type is checked against the installed
+torch by :mod:`autotune.runtime.knobs`, the rule the runtime applies to a best-config file)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from autotune.runtime._safety import accepts, describe
-
 _SCALARS = (bool, int, float, str)
-
-__all__ = ["accepts", "describe", "is_scalar"]
 
 
 def is_scalar(value: Any) -> bool:

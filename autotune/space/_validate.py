@@ -6,8 +6,9 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from autotune.runtime._safety import GEMM_BACKEND_LISTS, GEMM_BACKENDS
-from autotune.space import _levers, _types
+from autotune.runtime import knobs as torch_knobs
+from autotune.runtime.knobs import GEMM_BACKEND_LISTS, GEMM_BACKENDS
+from autotune.space import _levers
 from autotune.space._knob import Knob, did_you_mean
 
 if TYPE_CHECKING:
@@ -126,8 +127,8 @@ def describe_knob(knob: Knob) -> tuple[str, Any]:
         return _COMPILE_TYPES[knob.name], COMPILE_DEFAULTS[knob.name]
     if knob.layer in _levers.LAYERS:
         return _levers.describe(knob)
-    config = torch_config(knob.layer)
-    return _types.describe(config.get_type(knob.name)), config.get_config_copy()[knob.name]
+    declared = torch_knobs.describe(torch_knobs.declared_type(knob.layer, knob.name))
+    return declared, getattr(torch_knobs.torch_config(knob.layer), knob.name)
 
 
 def value_problems(layer: str, name: str, value: Any) -> list[str]:
@@ -178,32 +179,20 @@ def _check_compile(name: str, values: list[Any]) -> list[str]:
 def _check_config(layer: str, name: str, values: list[Any]) -> list[str]:
     import torch
 
-    config = torch_config(layer)
-    known = config.get_config_copy()
+    known = torch_knobs.known(layer)
     if name not in known:
         return [
             f"unknown key {layer}.{name}: torch {torch.__version__} has no such "
             f"torch._{layer}.config knob{did_you_mean(name, known)}"
         ]
-    declared = config.get_type(name)
-    wrong = [v for v in values if _types.accepts(declared, v) is False]
-    if wrong:
-        return [
-            f"{layer}.{name}: {wrong[0]!r} is not a {_types.describe(declared)} "
-            f"(the type torch {torch.__version__} declares for this knob)"
-        ]
+    for value in values:
+        expected = torch_knobs.wrong_type(layer, name, value)
+        if expected is not None:
+            return [
+                f"{layer}.{name}: {value!r} is not a {expected} "
+                f"(the type torch {torch.__version__} declares for this knob)"
+            ]
     return []
-
-
-def torch_config(layer: str) -> Any:
-    """``torch._inductor.config`` or ``torch._dynamo.config``."""
-    if layer == "inductor":
-        import torch._inductor.config as inductor_config
-
-        return inductor_config
-    import torch._dynamo.config as dynamo_config
-
-    return dynamo_config
 
 
 def _bounds(param: str, values: list[Any]) -> list[str]:
@@ -250,7 +239,7 @@ def _interval(low: int | None, high: int | None) -> str:
 def _numerics(knob: Knob) -> list[str]:
     if knob.numerics or knob.param not in NUMERICS_KNOBS:
         return []
-    default = torch_config(knob.layer).get_config_copy()[knob.name]
+    default = getattr(torch_knobs.torch_config(knob.layer), knob.name)
     if all(v == default for v in knob.values()):
         return []
     return [

@@ -8,11 +8,25 @@ from __future__ import annotations
 
 from autotune.study._attrs import BASELINE_ATTR, PRESET_ATTR, PRIOR_ATTR
 from autotune.study._borrow import WarmStart
+from autotune.study._identity import (
+    local_device_name,
+    local_settings,
+    model_sha256,
+    triton_version,
+)
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls
-from autotune.study._pareto import PickRule, front, parse_axes
-from autotune.study._records import candidates
+from autotune.study._pareto import PickRule, axis_value, front, parse_axes
+from autotune.study._records import (
+    candidates,
+    eager_baseline,
+    eager_baselines,
+    pooled_measurements,
+)
+from autotune.study._screen import screened
 from autotune.study._search import Search, SearchRequest, StudyNotFound
-from autotune.study._settings import CHANGEABLE, StudySettings, settle
+from autotune.study._settings import CHANGEABLE, StudySettings, settings_from_row, settle
+from autotune.study._stale import recover_stale
+from autotune.study._storage import grace_s, open_optuna_storage
 
 __all__ = [
     "BASELINE_ATTR",
@@ -20,6 +34,24 @@ __all__ = [
     "OBJECTIVES",
     "PRESET_ATTR",
     "PRIOR_ATTR",
+    "axis_value",
+    "break_even_calls",
+    "candidates",
+    "eager_baseline",
+    "eager_baselines",
+    "front",
+    "grace_s",
+    "local_device_name",
+    "local_settings",
+    "model_sha256",
+    "open_optuna_storage",
+    "parse_axes",
+    "pooled_measurements",
+    "recover_stale",
+    "screened",
+    "settings_from_row",
+    "settle",
+    "triton_version",
     "Objective",
     "PickRule",
     "Search",
@@ -27,9 +59,4 @@ __all__ = [
     "StudyNotFound",
     "StudySettings",
     "WarmStart",
-    "break_even_calls",
-    "candidates",
-    "front",
-    "parse_axes",
-    "settle",
 ]

@@ -21,8 +21,7 @@ from optuna.trial import TrialState
 
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord, redact_url
-from autotune.space import SearchSpace
-from autotune.space._presets import offers
+from autotune.space import SearchSpace, offers
 from autotune.study._attrs import BORROWED_ATTR, PRIOR_ATTR, STUDY_ATTR
 from autotune.study._objective import Objective
 from autotune.study._settings import StudySettings

@@ -112,6 +112,11 @@ def candidates(records: list[TrialRecord]) -> list[TrialRecord]:
     ]
 
 
+def eager_baselines(records: list[TrialRecord]) -> list[TrialRecord]:
+    """The study's measured eager baselines (one per batch size it searches)."""
+    return [r for r in records if r.baseline == "eager" and r.status == "ok"]
+
+
 def eager_baseline(records: list[TrialRecord]) -> TrialRecord | None:
     """The study's measured eager baseline, if it ran."""
-    return next((r for r in records if r.baseline == "eager" and r.status == "ok"), None)
+    return next(iter(eager_baselines(records)), None)

@@ -35,8 +35,7 @@ from autotune.study._queue import (
 from autotune.study._scope_claim import settle_scope_plan
 from autotune.study._session import SearchRequest, Session, StudyNotFound
 from autotune.study._trial_path import TrialPath
-from autotune.trials import TrialRunner, kill_all_trials
-from autotune.trials._runner import tracked
+from autotune.trials import TrialRunner, kill_all_trials, tracked
 
 __all__ = ["Search", "SearchRequest", "StudyNotFound"]
 

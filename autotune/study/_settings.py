@@ -7,11 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.errors import UsageError
-from autotune.records import StudyRowError
-from autotune.records._studies import SETTINGS_REMEDY, SETTINGS_ROW, settings_dict
+from autotune.records import SETTINGS_REMEDY, SETTINGS_ROW, StudyRowError, settings_dict
 from autotune.study._settings_check import measure_settings, setting_problems
-from autotune.trials import MeasureSettings, TrialSpec
-from autotune.trials._spec import DEFAULT_PRECISION
+from autotune.trials import DEFAULT_PRECISION, MeasureSettings, TrialSpec
 
 # What may change when a study is resumed: how many trials it runs and how the winner is
 # chosen from them. Every other setting decides what a trial measures, so a trial measured

@@ -16,7 +16,7 @@ from typing import Any
 
 from autotune import _rules as rules
 from autotune.errors import UsageError
-from autotune.records._rows import shown
+from autotune.records import shown
 from autotune.scope import ScopePlan
 from autotune.study._objective import OBJECTIVES, Objective
 from autotune.study._pareto import PickRule, parse_axes

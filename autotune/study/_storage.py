@@ -89,8 +89,14 @@ def open_optuna_storage(url: str, read_only: bool = False) -> Any:
     import optuna
     from optuna.storages import RDBStorage
 
-    from autotune.records import engine_options, read_only_url, redact_url
-    from autotune.records._engine import POSTGRES_INSTALL, parse_url, reason
+    from autotune.records import (
+        POSTGRES_INSTALL,
+        engine_options,
+        parse_url,
+        read_only_url,
+        reason,
+        redact_url,
+    )
 
     parse_url(url)  # a malformed URL (an unencoded "@" in the password) is said here
     target, extra = url, dict[str, Any]()
@@ -126,8 +132,7 @@ OPTUNA_TABLES = ("studies", "trials", "version_info", "alembic_version")
 def _require_optuna_tables(url: str, target: str) -> None:
     import sqlalchemy as sa
 
-    from autotune.records import EmptyStorageError, redact_url
-    from autotune.records._engine import create_engine, ping
+    from autotune.records import EmptyStorageError, create_engine, ping, redact_url
 
     engine = create_engine(url, target, read_only=True)
     try:

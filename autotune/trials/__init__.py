@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-from autotune.trials._runner import SubprocessRunner, TrialRunner, kill_all_trials
-from autotune.trials._spec import FAILURE_KINDS, MeasureSettings, TrialResult, TrialSpec
+from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
+from autotune.trials._phase import read_phase
+from autotune.trials._runner import SubprocessRunner, TrialRunner, kill_all_trials, tracked
+from autotune.trials._spec import (
+    DEFAULT_PRECISION,
+    FAILURE_KINDS,
+    MeasureSettings,
+    TrialResult,
+    TrialSpec,
+)
 from autotune.trials._warm import WarmHostRunner
 
 __all__ = [
+    "DEFAULT_PRECISION",
     "FAILURE_KINDS",
+    "dies_with_us",
+    "kill_all_trials",
+    "kill_group_with_parent",
+    "read_phase",
+    "run_child",
+    "tracked",
     "MeasureSettings",
     "SubprocessRunner",
     "TrialResult",
     "TrialRunner",
     "TrialSpec",
     "WarmHostRunner",
-    "kill_all_trials",
 ]

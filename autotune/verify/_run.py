@@ -15,8 +15,7 @@ from pathlib import Path
 from autotune._scratch import scratch_dir
 from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, CompileConfig
-from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
-from autotune.trials._spec import DEFAULT_PRECISION
+from autotune.trials import DEFAULT_PRECISION, MeasureSettings, TrialResult, TrialRunner, TrialSpec
 from autotune.verify._figures import Repeat
 from autotune.verify._rules import DEFAULT_TOLERANCE
 from autotune.verify._verdict import VerifyReport, build_report
@@ -189,6 +188,6 @@ def _relaxed(best: BestConfig) -> bool:
         return False
     if best.config.changes_precision:
         return True
-    from autotune.space._validate import sets_numerics_knob
+    from autotune.space import sets_numerics_knob
 
     return sets_numerics_knob(best.config)
