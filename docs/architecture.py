@@ -9,7 +9,7 @@ from __future__ import annotations
 import grimp  # comes with import-linter (the dev extra)
 
 PACKAGES = [
-    "cli", "reports", "verify", "decide", "ship", "study", "scope", "records", "trials",
+    "cli", "reports", "pipeline", "verify", "decide", "ship", "study", "scope", "records", "trials",
     "space", "measure", "workload", "runtime",
 ]  # fmt: skip
 

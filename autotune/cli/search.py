@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from autotune._deadline import Deadline
     from autotune.decide import Decision
-    from autotune.reports.progress import Progress
+    from autotune.records import TrialRecord
     from autotune.study import Search, SearchRequest
     from autotune.trials import TrialRunner
 
@@ -266,85 +266,48 @@ def run(args: argparse.Namespace) -> int:
     """Runs or resumes a study, then writes its best-config file; returns the exit code."""
     from autotune._deadline import Deadline
     from autotune.cli._device import resolve_device
+    from autotune.pipeline import Finish, run_study
     from autotune.reports import terminal
     from autotune.reports.progress import Progress
-    from autotune.study import Search, eager_baseline
+    from autotune.study import Events, Search, Session
 
     progress = Progress(quiet=args.quiet)
     request = _request(args, Deadline.after(args.timeout))
     if getattr(args, "effort_line", None):
         progress.note(args.effort_line)
-    search = Search(request, on_note=progress.note)
+    session = Session(request, Events(on_note=progress.note))
     if args.no_worker:
-        return _create_only(search)
-    device = search.session.local.device
+        return _create_only(Search(session))
+    device = session.local.device
     resolve_device(device, remedy=_NO_CUDA, named=f"The study's device {device}")
-    runners = trial_runners(args, device)
-    search.runners = list(runners)
+    search = Search(session, trial_runners(args, device))
     progress.attach(search, "search")
+    finish = Finish(
+        args.out, remeasure=args.remeasure, for_device=args.for_device,
+        save_cache=args.save_cache, save_aot=args.save_aot,
+        finalist_runner=options.trial_runner(),
+    )  # fmt: skip
+
+    def front(records: list[TrialRecord], axes: list[str]) -> None:
+        progress.note(terminal.pareto_table(records, axes, "search"))
+
+    def decided(decision: Decision) -> None:
+        progress.finish()  # the panel stops before the decision is printed
+        print(terminal.decision(decision, args.out), flush=True)
+
     with progress:
-        try:
-            _header(search, progress.note)
-            search.run()
-        finally:
-            for runner in runners:
-                runner.close()
-        search.wait_for_others(
-            lambda running: progress.phase("waiting", f"{running} trials in other processes")
-        )
-        records = search.session.records.trials(request.study_name)
-        if eager_baseline(records) is None:
-            decision = None
-        else:
-            decision = _finalize(args, search, progress)
-    if decision is None:
+        _header(search, progress.note)
+        outcome = run_study(search, finish, on_front=front, on_decision=decided)
+    if outcome.decision is None:
         print(
             "No best-config file was written: the eager baseline was not measured before the "
             "run stopped. Run the same command again to continue the study.",
             flush=True,
         )
         return 1
-    print(terminal.decision(decision, args.out), flush=True)
-    if args.save_cache or args.save_aot:
-        if decision.best.decision != "compile":
-            print("No compile cache was exported: the file decides not to compile.", flush=True)
-        else:
-            from autotune.ship import ship_cache
-
-            ship_cache(args.out, search.session.local.model_path, on_note=progress.note,
-                         cache=args.save_cache, aot=True,
-                         allow_unsafe_knobs=search.session.space.unsafe_knobs)  # fmt: skip
+    if outcome.not_shipped:
+        print(outcome.not_shipped, flush=True)
     return 0
-
-
-def _finalize(args: argparse.Namespace, search: Search, progress: Progress) -> Decision:
-    from autotune.decide import finalist_candidates, finalize, study_front
-    from autotune.reports import terminal
-    from autotune.study import candidates
-
-    settings, request = search.session.settings, search.request
-    axes = settings.pareto
-    if axes:
-        records = search.session.records.trials(request.study_name)
-        if finalist_candidates(records, settings):
-            front = study_front(candidates(records), records, axes)
-            progress.note(terminal.pareto_table(front, axes, "search"))
-    if settings.finalists:
-        presets = (
-            "every measured preset" if settings.preset_finalists == "all" else "the best preset"
-        )
-        best = f"the {settings.finalists} best configs, {presets} and default torch.compile"
-        progress.phase("finalists", f"re-measuring {best}, cold and warm")
-    else:
-        progress.phase("deciding", "from the search's measurements")
-    return finalize(
-        request.storage, request.study_name, args.out, remeasure_finalists=args.remeasure,
-        deadline=request.deadline, runner=options.trial_runner(), on_note=progress.note,
-        device=search.session.local.device, model_path=search.session.local.model_path,
-        for_device=args.for_device, trust_model_path=args.trust_model_path,
-        allow_version_mismatch=args.allow_version_mismatch,
-        allow_unsafe_knobs=search.session.space.unsafe_knobs,
-    )  # fmt: skip
 
 
 def _create_only(search: Search) -> int:

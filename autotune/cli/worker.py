@@ -21,7 +21,7 @@ from autotune.cli import _argtypes as argtypes
 from autotune.cli import _options as options
 
 if TYPE_CHECKING:
-    from autotune.study import Search, SearchRequest
+    from autotune.study import SearchRequest, Session
 
 INTERRUPTED = (
     "the running trial was failed in the study (another worker retries it); every finished "
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from autotune.cli._device import resolve_device
     from autotune.cli.search import trial_runners
     from autotune.reports.progress import Progress
-    from autotune.study import SearchRequest
+    from autotune.study import Search, SearchRequest
 
     device = None
     if args.device:
@@ -91,11 +91,11 @@ def run(args: argparse.Namespace) -> int:
         allow_unsafe_knobs=tuple(args.allow_unsafe_knobs),
     )  # fmt: skip
     progress = Progress(quiet=args.quiet)
-    search = _join(request, progress.note)
-    local = search.session.local
+    session = _join(request, progress.note)
+    local = session.local
     resolve_device(local.device, remedy="Run the worker where the study's device is.")
     runners = trial_runners(args, local.device)
-    search.runners = list(runners)
+    search = Search(session, runners)
     progress.attach(search, "worker")
     s = search.session.settings
     with progress:
@@ -112,17 +112,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _join(request: SearchRequest, say: Callable[[str], None]) -> Search:
-    """The study's search for this process; a worker started before its study is created
+def _join(request: SearchRequest, say: Callable[[str], None]) -> Session:
+    """This process's session with the study; a worker started before its study is created
     waits for it (until --timeout)."""
     import time
 
-    from autotune.study import Search, StudyNotFound
+    from autotune.study import Events, Session, StudyNotFound
 
     waiting = False
     while True:
         try:
-            return Search(request, on_note=say)
+            return Session(request, Events(on_note=say))
         except StudyNotFound:
             if request.deadline.passed():
                 raise

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from autotune._scratch import scratch_dir
@@ -102,18 +101,18 @@ class Progress:
         self._live.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stops the panel (Ctrl-C and SIGTERM included), leaving the terminal as it was."""
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        self.finish(stopped=exc_type is not None)
+
+    def finish(self, stopped: bool = False) -> None:
+        """Stops the panel (Ctrl-C and SIGTERM included), leaving the terminal as it was; once."""
+        if self._stop.is_set():
+            return
         self._stop.set()
-        self.phase("done" if exc_type is None else "stopped")
+        self.phase("stopped" if stopped else "done")
         if self._poller is not None:
             self._poller.join(timeout=1.0)
-            if exc_type is None:
+            if not stopped:
                 self._read_standing()  # the panel left on screen shows the study as it ended
         if self._live is not None:
             self._live.stop()

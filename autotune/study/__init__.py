@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from autotune.study._attrs import BASELINE_ATTR, PRESET_ATTR, PRIOR_ATTR
 from autotune.study._borrow import WarmStart
+from autotune.study._events import Events
 from autotune.study._identity import (
     local_device_name,
     local_settings,
@@ -24,6 +25,7 @@ from autotune.study._records import (
 )
 from autotune.study._screen import screened
 from autotune.study._search import Search, SearchRequest, StudyNotFound
+from autotune.study._session import Session
 from autotune.study._settings import CHANGEABLE, StudySettings, settings_from_row, settle
 from autotune.study._stale import recover_stale
 from autotune.study._storage import grace_s, open_optuna_storage
@@ -52,10 +54,12 @@ __all__ = [
     "settings_from_row",
     "settle",
     "triton_version",
+    "Events",
     "Objective",
     "PickRule",
     "Search",
     "SearchRequest",
+    "Session",
     "StudyNotFound",
     "StudySettings",
     "WarmStart",

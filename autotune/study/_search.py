@@ -46,24 +46,29 @@ _POLL_S = 1.0
 class Search:
     """Runs (or resumes, or joins) a study until its trial budget or the timeout is spent.
 
-    ``runner`` runs its trials (one per job); ``on_record``, ``on_note`` and ``on_phase`` say
-    what happens: ``events`` holds them, and a display subscribes there. ``session`` is the
+    ``study`` is a request (the study is joined here) or a :class:`Session` already joined (its
+    device known, so that the runners can be built for it first). ``runner`` runs its trials
+    (one per job); ``on_record``, ``on_note`` and ``on_phase`` say what happens: ``events``
+    holds them (a session brings its own), and a display subscribes there. ``session`` is the
     study as this process sees it (settings, space, records), ``trials`` one trial's path."""
 
     def __init__(
         self,
-        request: SearchRequest,
+        study: SearchRequest | Session,
         runner: TrialRunner | Sequence[TrialRunner] = (),
         on_record: Callable[[TrialRecord], None] = lambda record: None,
         on_note: Callable[[str], None] = lambda note: None,
         on_phase: Callable[[str, str], None] = lambda phase, detail: None,
     ) -> None:
-        self.request = request
+        if isinstance(study, Session):
+            self.session, self.events = study, study.events
+        else:
+            self.events = Events(on_record, on_note, on_phase)
+            self.session = Session(study, self.events)
+        self.request = self.session.request
         self.runners = list(runner) if isinstance(runner, Sequence) else [runner]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self.events = Events(on_record, on_note, on_phase)
-        self.session = Session(request, self.events)
         self.trials = TrialPath(self.session, self.events, self._stopping)
         self.ended = "not started"
 

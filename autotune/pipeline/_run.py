@@ -1,0 +1,112 @@
+"""The one call that runs a study to its file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autotune.decide import Decision, finalist_candidates, finalize, study_front
+from autotune.records import TrialRecord
+from autotune.study import Search, candidates, eager_baseline
+from autotune.trials import TrialRunner
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How a study's file is written once its search ends.
+
+    Attributes:
+        out: The best-config file (an entry for this machine is added or replaced).
+        remeasure: Re-measure the finalists even when a finished round is recorded.
+        for_device: The device name the file is for, when the study ran on several.
+        save_cache: Ship the compile cache of the winning config beside the file.
+        save_aot: Ship its AOTInductor package (with ``save_cache``, both).
+        finalist_runner: Runs the finalists (None: fresh processes, as the decision needs).
+    """
+
+    out: str
+    remeasure: bool = False
+    for_device: str | None = None
+    save_cache: bool = False
+    save_aot: bool = False
+    finalist_runner: TrialRunner | None = None
+
+
+@dataclass
+class StudyOutcome:
+    """What :func:`run_study` did: ``decision`` is None when the run stopped before the eager
+    baseline was measured (no file was written); ``not_shipped`` says why nothing shipped beside
+    the file when a cache or package was asked for."""
+
+    decision: Decision | None
+    records: list[TrialRecord]
+    not_shipped: str | None = None
+
+
+def run_study(
+    search: Search,
+    finish: Finish,
+    *,
+    on_front: Callable[[list[TrialRecord], list[str]], None] = lambda front, axes: None,
+    on_decision: Callable[[Decision], None] = lambda decision: None,
+) -> StudyOutcome:
+    """Runs ``search`` with its runners (closed at the end), waits for the trials other
+    processes of the study still run, finalizes into ``finish.out`` and ships the cache and
+    package it asks for. ``search.events`` hears every record, note and phase; ``on_front``
+    gets a --pareto study's front before the finalists, ``on_decision`` the decision before
+    anything ships beside the file."""
+    events = search.events
+    try:
+        search.run()
+    finally:
+        for runner in search.runners:
+            runner.close()
+    search.wait_for_others(
+        lambda running: events.on_phase("waiting", f"{running} trials in other processes")
+    )
+    session = search.session
+    records = session.records.trials(search.request.study_name)
+    if eager_baseline(records) is None:
+        return StudyOutcome(None, records)
+    decision = _finalize(search, finish, records, on_front)
+    on_decision(decision)
+    if finish.save_cache or finish.save_aot:
+        if decision.best.decision != "compile":
+            why = "No compile cache was exported: the file decides not to compile."
+            return StudyOutcome(decision, records, not_shipped=why)
+            from autotune.ship import ship_cache
+
+            ship_cache(
+                finish.out, session.local.model_path, on_note=events.on_note,
+                cache=finish.save_cache, aot=True,
+                allow_unsafe_knobs=session.space.unsafe_knobs,
+            )  # fmt: skip
+    return StudyOutcome(decision, records)
+
+
+def _finalize(
+    search: Search,
+    finish: Finish,
+    records: list[TrialRecord],
+    on_front: Callable[[list[TrialRecord], list[str]], None],
+) -> Decision:
+    session, request, events = search.session, search.request, search.events
+    settings = session.settings
+    if settings.pareto and finalist_candidates(records, settings):
+        on_front(study_front(candidates(records), records, settings.pareto), settings.pareto)
+    if settings.finalists:
+        presets = (
+            "every measured preset" if settings.preset_finalists == "all" else "the best preset"
+        )
+        best = f"the {settings.finalists} best configs, {presets} and default torch.compile"
+        events.on_phase("finalists", f"re-measuring {best}, cold and warm")
+    else:
+        events.on_phase("deciding", "from the search's measurements")
+    return finalize(
+        request.storage, request.study_name, finish.out, remeasure_finalists=finish.remeasure,
+        deadline=request.deadline, runner=finish.finalist_runner, on_note=events.on_note,
+        device=session.local.device, model_path=session.local.model_path,
+        for_device=finish.for_device, trust_model_path=request.trust_model_path,
+        allow_version_mismatch=request.allow_version_mismatch,
+        allow_unsafe_knobs=session.space.unsafe_knobs,
+    )  # fmt: skip
