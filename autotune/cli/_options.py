@@ -12,9 +12,9 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from autotune._settings_table import DEFAULT, MEASURE_SECONDS
 from autotune.cli import _argtypes as argtypes
 from autotune.errors import UsageError
-from autotune.trials import DEFAULT_PRECISION
 
 if TYPE_CHECKING:
     from autotune.trials import TrialRunner
@@ -91,14 +91,16 @@ def add_device(p: argparse.ArgumentParser, help: str) -> None:
 
 def add_compile_budget(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument(
-        "--compile-budget", type=argtypes.positive_float, default=600.0, metavar="SECONDS",
+        "--compile-budget", type=argtypes.positive_float, metavar="SECONDS",
+        default=DEFAULT["compile_budget_s"],
         help=help,
     )  # fmt: skip
 
 
 def add_measure_seconds(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument(
-        "--measure-seconds", type=argtypes.positive_float, default=2.0, metavar="SECONDS",
+        "--measure-seconds", type=argtypes.positive_float, default=MEASURE_SECONDS,
+        metavar="SECONDS",
         help=help,
     )  # fmt: skip
 
@@ -107,14 +109,14 @@ def add_precision(p: argparse.ArgumentParser, subject: str) -> None:
     p.add_argument(
         "--precision",
         type=argtypes.fraction,
-        default=DEFAULT_PRECISION,
+        default=DEFAULT["finalist_precision"],
         metavar="F",
         help=f"{subject} time past --measure-seconds until their median speedup is known "
         "within +-F (95%% confidence), for at most 5x as long; 0 turns it off",
     )
 
 
-def add_seed(p: argparse.ArgumentParser, help: str, default: int | None = 0) -> None:
+def add_seed(p: argparse.ArgumentParser, help: str, default: int | None = DEFAULT["seed"]) -> None:
     p.add_argument("--seed", type=argtypes.seed, default=default, help=help)
 
 

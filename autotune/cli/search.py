@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from autotune import _rules as rules
+from autotune._settings_table import (
+    DEFAULT,
+    EFFORTS,
+    SETTINGS_OF,
+    changeable_options,
+    thorough_trials,
+)
 from autotune.cli import _argtypes as argtypes
 from autotune.cli import _options as options
 from autotune.errors import UsageError
@@ -23,46 +30,6 @@ if TYPE_CHECKING:
 
 INTERRUPTED = "every finished trial is saved. Run the same command to resume the study."
 
-# The study setting each option sets: what a resumed study compares with what it stored.
-# What --effort sets, unless given explicitly: (space or None for the device's, trials or None
-# for sized from the space, compile budget in seconds, finalists).
-EFFORTS: dict[str, dict[str, Any]] = {
-    "quick": {"space": "quick", "trials": 8, "compile_budget": 300.0, "finalists": 2},
-    "default": {"space": None, "trials": 20, "compile_budget": 600.0, "finalists": 3},
-    "thorough": {"space": None, "trials": None, "compile_budget": 900.0, "finalists": 5},
-}
-# --effort thorough: 2 % of the space's configurations, within these bounds.
-THOROUGH_TRIALS = (40, 100)
-
-SETTINGS_OF = {
-    "model": "model_path",
-    "device": "device",
-    "space": "space_hash",
-    "allow_numerics_changes": "space_hash",
-    "accuracy": "accuracy",
-    "workload": "workload",
-    "seed": "seed",
-    "compile_budget": "compile_budget_s",
-    "compile_budget_factor": "compile_budget_factor",
-    "measure_seconds": "measure",
-    "sampler": "sampler",
-    "scope": "scope",
-    "objective": "objective",
-    "calls": "calls",
-    "memory_budget": "memory_budget_bytes",
-    "pareto": "pareto",
-    "pareto_axes": "pareto",
-    "precision": "finalist_precision",
-    "trials": "trials",
-    "finalists": "finalists",
-    "preset_finalists": "preset_finalists",
-    "prune": "prune",
-    "pick": "pick",
-    "warm_start": "warm_start",
-    "batch_sizes": "batch_sizes",
-    "max_latency_ms": "max_latency_s",
-}
-
 
 def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     p = options.add_subcommand(
@@ -72,8 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         description="Measure eager and default torch.compile, then search the space; every "
         "trial runs in a process of its own. Re-running with the same --study and --storage "
         "resumes the study under its stored settings: options left out keep the stored "
-        "values, and only --trials, --finalists, --preset-finalists, --precision, --pick, "
-        "--warm-start, --compile-budget-factor and --no-prune may change.",
+        f"values, and only {changeable_options()} may change.",
     )
     p.add_argument(
         "model",
@@ -94,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 def _budgets(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--trials", type=argtypes.positive_int, default=20,
+        "--trials", type=argtypes.positive_int, default=DEFAULT["trials"],
         help="trial budget of the study, baselines excluded; a later run may raise it",
     )  # fmt: skip
     p.add_argument(
@@ -106,7 +72,8 @@ def _budgets(p: argparse.ArgumentParser) -> None:
         p, "per trial: a trial still compiling or running after it is killed (timeout)"
     )
     p.add_argument(
-        "--compile-budget-factor", type=argtypes.non_negative_float, default=5.0, metavar="K",
+        "--compile-budget-factor", type=argtypes.non_negative_float, metavar="K",
+        default=DEFAULT["compile_budget_factor"],
         help="once default torch.compile's compile time is known, stop a search trial still "
         "compiling after K times it (plus the default's run time; at least 60 s, at most "
         "--compile-budget); 0 keeps --compile-budget alone",
@@ -137,12 +104,12 @@ def _budgets(p: argparse.ArgumentParser) -> None:
         "(CUDA: max allocated; CPU: peak RSS of the trial process)",
     )  # fmt: skip
     p.add_argument(
-        "--finalists", type=argtypes.non_negative_int, default=3, metavar="N",
+        "--finalists", type=argtypes.non_negative_int, default=DEFAULT["finalists"], metavar="N",
         help="re-measure the N best configs and default torch.compile in fresh processes, "
         "cold and warm, before choosing (0 skips)",
     )  # fmt: skip
     p.add_argument(
-        "--preset-finalists", choices=rules.PRESET_FINALISTS, default="best",
+        "--preset-finalists", choices=rules.PRESET_FINALISTS, default=DEFAULT["preset_finalists"],
         help="which of the space's measured presets are re-measured with the finalists: the "
         "best one (default), or all of them, to see the tuned config against every preset in "
         "the same round",
@@ -186,7 +153,8 @@ def _where(p: argparse.ArgumentParser) -> None:
 
 def _objectives(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--objective", choices=("latency", "throughput", "amortized"), default="latency",
+        "--objective", choices=("latency", "throughput", "amortized"),
+        default=DEFAULT["objective"],
         help="latency: steady-state speedup over eager; throughput: samples per second over "
         "--batch-sizes; amortized: the compile time charged to --calls N calls",
     )  # fmt: skip
@@ -226,12 +194,12 @@ def _objectives(p: argparse.ArgumentParser) -> None:
 
 def _how(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--workload", choices=rules.WORKLOADS, default="infer",
+        "--workload", choices=rules.WORKLOADS, default=DEFAULT["workload"],
         help="infer: eval() under no_grad; train: one training step (forward, loss, backward, "
         "optimizer step), see the README's model file section",
     )  # fmt: skip
     p.add_argument(
-        "--scope", choices=rules.SCOPES, default="search",
+        "--scope", choices=rules.SCOPES, default=DEFAULT["scope"],
         help="search: probe the model's parts and search which to compile (whole, regional "
         "blocks, children, some kept eager); whole: compile the whole model only",
     )  # fmt: skip
@@ -249,7 +217,9 @@ def _how(p: argparse.ArgumentParser) -> None:
         "[numerics] knobs under it. Without it nothing that changes numerics is searched",
     )  # fmt: skip
     options.add_seed(p, "seeds the sampler, the weights and the inputs")
-    p.add_argument("--sampler", choices=rules.SAMPLERS, default="tpe", help="Optuna sampler")
+    p.add_argument(
+        "--sampler", choices=rules.SAMPLERS, default=DEFAULT["sampler"], help="Optuna sampler"
+    )
     options.add_measure_seconds(p, "interleaved eager/compiled timing per trial")
     options.add_precision(p, "finalists")
     options.add_trial_processes(p)
@@ -427,8 +397,7 @@ def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> Sear
         accuracy_contract=args.accuracy is not None,
     )
     if getattr(args, "effort_sizes_trials", False):
-        low, high = THOROUGH_TRIALS
-        args.trials = min(high, max(low, round(space.size * 0.02)))
+        args.trials = thorough_trials(space.size)
     if args.effort:
         args.effort_line = (
             f"effort {args.effort}: space {space.name!r}, {args.trials} trials, compile budget "

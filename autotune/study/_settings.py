@@ -6,46 +6,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune._settings_table import CHANGEABLE, DEFAULT, OPTIONS
 from autotune.errors import UsageError
 from autotune.records import SETTINGS_REMEDY, SETTINGS_ROW, StudyRowError, settings_dict
 from autotune.study._settings_check import measure_settings, setting_problems
-from autotune.trials import DEFAULT_PRECISION, MeasureSettings, TrialSpec
-
-# What may change when a study is resumed: how many trials it runs and how the winner is
-# chosen from them. Every other setting decides what a trial measures, so a trial measured
-# under another value would not compare with the others.
-CHANGEABLE = (
-    "trials", "finalists", "pick", "warm_start", "finalist_precision", "compile_budget_factor",
-    "preset_finalists", "prune",
-)  # fmt: skip
-# The command-line option that sets each setting, for messages.
-OPTIONS = {
-    "model_path": "the model file",
-    "device": "--device",
-    "space_hash": "--space",
-    "workload": "--workload",
-    "seed": "--seed",
-    "compile_budget_s": "--compile-budget",
-    "compile_budget_factor": "--compile-budget-factor",
-    "measure": "--measure-seconds",
-    "sampler": "--sampler",
-    "scope": "--scope",
-    "objective": "--objective",
-    "calls": "--calls",
-    "memory_budget_bytes": "--memory-budget",
-    "pareto": "--pareto-axes",
-    "finalist_precision": "--precision",
-    "trials": "--trials",
-    "finalists": "--finalists",
-    "preset_finalists": "--preset-finalists",
-    "prune": "--no-prune",
-    "pick": "--pick",
-    "warm_start": "--warm-start",
-    "batch_sizes": "--batch-sizes",
-    "max_latency_s": "--max-latency-ms",
-    "accuracy": "--accuracy",
-}
-
+from autotune.trials import MeasureSettings, TrialSpec
 
 # The adaptive budget never stops a trial sooner than this: a small model's default compile
 # takes seconds, and a max-autotune compile several times that can still win.
@@ -62,31 +27,39 @@ class StudySettings:
     space: dict[str, Any]
     space_hash: str
     torch_version: str
-    workload: str = "infer"
-    seed: int = 0
-    compile_budget_s: float = 600.0
+    workload: str = DEFAULT["workload"]
+    seed: int = DEFAULT["seed"]
+    compile_budget_s: float = DEFAULT["compile_budget_s"]
     # A search trial is stopped as `timeout` after this many times default torch.compile's
     # compile time (plus its run time, at least ADAPTIVE_FLOOR_S, at most compile_budget_s);
     # 0 keeps compile_budget_s alone.
-    compile_budget_factor: float = 5.0
+    compile_budget_factor: float = DEFAULT["compile_budget_factor"]
     measure: MeasureSettings = field(default_factory=MeasureSettings)
-    sampler: str = "tpe"
-    scope: str = "search"  # "search": probe parts and search scopes; "whole": whole model only
+    sampler: str = DEFAULT["sampler"]
+    scope: str = DEFAULT[
+        "scope"
+    ]  # "search": probe parts and search scopes; "whole": whole model only
     scope_plan: dict[str, Any] | None = None  # the probed ScopePlan, settled once per study
-    objective: str = "latency"
+    objective: str = DEFAULT["objective"]
     calls: int | None = None  # --objective amortized: the calls that pay back the compile
     memory_budget_bytes: int | None = None  # a trial whose peak memory exceeds it is infeasible
     pareto: list[str] | None = None  # --pareto: the axes of a multi-objective study
-    finalist_precision: float | None = DEFAULT_PRECISION  # finalists time on to +-this speedup
-    trials: int = 20  # the study's budget of search trials, baselines excluded
-    finalists: int = 3  # configs re-measured cold and warm before the winner is chosen
+    finalist_precision: float | None = DEFAULT[
+        "finalist_precision"
+    ]  # finalists time on to +-this speedup
+    trials: int = DEFAULT["trials"]  # the study's budget of search trials, baselines excluded
+    finalists: int = DEFAULT[
+        "finalists"
+    ]  # configs re-measured cold and warm before the winner is chosen
     # Which of the space's measured presets join them: "best" (the best-scoring one) or "all".
-    preset_finalists: str = "best"
+    preset_finalists: str = DEFAULT["preset_finalists"]
     # A sampled trial clearly slower than the best so far stops timing early (latency and
     # throughput studies; see autotune.study._screen).
-    prune: bool = True
+    prune: bool = DEFAULT["prune"]
     pick: str | None = None  # --pareto: the rule that picks from the front
-    warm_start: bool = False  # amortized/--pick: charge the warm compile, not the cold one
+    warm_start: bool = DEFAULT[
+        "warm_start"
+    ]  # amortized/--pick: charge the warm compile, not the cold one
     batch_sizes: list[int] | None = None  # --objective throughput: the batch sizes searched
     max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
     model_sha256: str | None = None  # the model file's content when the study was created

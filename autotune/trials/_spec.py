@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune._settings_table import DEFAULT, MEASURE_SECONDS
+
 FAILURE_KINDS = (
     "compile_error",  # torch.compile or the first compiled call raised
     "graph_break",  # fullgraph=True on a model that breaks
@@ -24,7 +26,7 @@ FAILURE_KINDS = (
 
 
 # Finalists and verify time until the median speedup is known within +-2% (95% confidence).
-DEFAULT_PRECISION = 0.02
+DEFAULT_PRECISION = DEFAULT["finalist_precision"]
 # A round is two samples, at least 4 ms on a CPU and 2 ms on CUDA: 10 s of them fit.
 _PRECISE_MAX_ROUNDS = 5000
 
@@ -36,7 +38,7 @@ class MeasureSettings:
     warmup: int = 3
     min_rounds: int = 10
     max_rounds: int = 200
-    target_seconds: float = 2.0
+    target_seconds: float = MEASURE_SECONDS
     precision: float | None = None  # time on until the median speedup is known within +-this
     max_seconds: float | None = None  # with precision: rounds stop here at the latest
     # Stop timing early once the median speedup is known (95%) to be below this: the trial is

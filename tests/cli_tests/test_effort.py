@@ -3,8 +3,9 @@ win, and the choice is printed."""
 
 from __future__ import annotations
 
+from autotune._settings_table import THOROUGH_TRIALS
 from autotune.cli import build_parser, parse
-from autotune.cli.search import THOROUGH_TRIALS, _request
+from autotune.cli.search import _request
 
 
 def _settings(*argv: str):
