@@ -90,7 +90,7 @@ def finalize(
 
     Measuring finalists runs the model file ``model_path`` (the operator names it; the study's
     row never does) and their configs with only the knobs refused from data that
-    ``allow_unsafe_knobs`` names (see :mod:`autotune.runtime._safety`).
+    ``allow_unsafe_knobs`` names (see :mod:`autotune.runtime.safety`).
 
     On a study whose trials ran on several kinds of hardware, only the trials of
     ``for_device`` (a device name, e.g. ``NVIDIA H100 80GB HBM3``; default: this machine's)

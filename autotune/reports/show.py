@@ -10,7 +10,7 @@ from typing import Any
 from autotune._secrets import mask_url
 from autotune.reports._format import calls, ms, times
 from autotune.reports.study_report import fit
-from autotune.runtime import _safety
+from autotune.runtime import safety as _safety
 from autotune.runtime.config import BestConfig, CompileConfig
 
 _DYNAMIC = {
@@ -301,7 +301,7 @@ def _origin(facts: dict[str, Any]) -> list[str]:
 
 def _signature(best: BestConfig) -> dict[str, Any]:
     """Whether the entry is signed, and by this machine's key (``$AUTOTUNE_SIGNING_KEY``)."""
-    from autotune.runtime import _signing
+    from autotune.runtime import signing as _signing
 
     if not best.signature:
         return {"signed": False}

@@ -15,9 +15,7 @@ from typing import Any, cast
 
 import torch
 import torch._dynamo
-from torch._dynamo.exc import InvalidBackend
 
-from autotune.runtime import _safety, knobs
 from autotune.runtime._calls import call_settings, set_around_calls
 from autotune.runtime.config import (
     BestConfig,
@@ -26,7 +24,6 @@ from autotune.runtime.config import (
     ConfigFile,
     EnvironmentMismatchWarning,
     ScopeError,
-    UnsafeKnobError,
     entry_label,
     load,
 )
@@ -35,6 +32,7 @@ from autotune.runtime.fingerprint import (
     environment_mismatches,
     model_fingerprint,
 )
+from autotune.runtime.knobs import check_config
 
 __all__ = ["apply", "check_config", "compile_module", "load", "warm_up"]
 
@@ -172,7 +170,7 @@ def apply(
 
 
 def _require_signature(best: BestConfig, required: bool | None) -> None:
-    from autotune.runtime import _signing
+    from autotune.runtime import signing as _signing
 
     if not _signing.required(required):
         return
@@ -380,67 +378,10 @@ def openvino_options(config: CompileConfig, cache_dir: str | None = None) -> dic
     inference precision pinned to f32 unless the config sets one (OpenVINO's CPU plugin
     computes in bf16 on AMX CPUs by default, which a config that claims no precision change
     must not do)."""
-    from autotune.runtime import _openvino
+    from autotune.runtime import openvino_backend as _openvino
 
     options = {"INFERENCE_PRECISION_HINT": "f32", **config.options}
     return _openvino.compile_options(options, cache_dir)
-
-
-def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[str]) -> None:
-    """Raises :class:`ConfigError` when ``config`` does not fit the installed torch (unknown
-    knobs, values of the wrong type, an unknown backend), and :class:`UnsafeKnobError` when it
-    sets knobs refused from data that ``allow_unsafe_knobs`` does not name."""
-    problems = _backend_problems(config.backend)
-    if config.backend == "openvino":
-        from autotune.runtime import _openvino
-
-        problems += _openvino.option_problems(config.options)
-    options = config.options if config.backend == "inductor" else {}
-    if options:
-        problems += _knob_problems(options, "inductor", "options")
-    if config.dynamo:
-        problems += _knob_problems(config.dynamo, "dynamo", "dynamo")
-    if problems:
-        lines = "\n".join(f"  - {p}" for p in problems)
-        raise ConfigError(
-            f"config {config.config_hash()} does not fit the installed torch "
-            f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
-            "these keys from the config."
-        )
-    unsafe = _safety.problems(options, config.dynamo, allow_unsafe_knobs, knobs.declared_type)
-    if unsafe:
-        raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))
-
-
-def _backend_problems(backend: str) -> list[str]:
-    from torch._dynamo.backends.registry import lookup_backend
-
-    try:
-        lookup_backend(backend)
-    except InvalidBackend:
-        if backend == "openvino":
-            return [
-                "backend: 'openvino' is not installed here; install it with "
-                "`pip install 'autotune[openvino]'` (or `pip install openvino`), or apply "
-                "another entry of the file"
-            ]
-        return [f"backend: {backend!r} is not a registered torch.compile backend"]
-    return []
-
-
-def _knob_problems(settings: dict[str, Any], layer: str, where: str) -> list[str]:
-    names = knobs.known(layer)
-    problems = []
-    for key, value in sorted(settings.items()):
-        if key not in names:
-            close = knobs.near(layer, key)
-            hint = f"; did you mean {close!r}?" if close else ""
-            problems.append(f"{where}.{key}: unknown to torch {torch.__version__}{hint}")
-            continue
-        expected = knobs.wrong_type(layer, key, value)
-        if expected is not None:
-            problems.append(f"{where}.{key}: expected {expected}, got {value!r}")
-    return problems
 
 
 def _child(model: torch.nn.Module, path: str) -> torch.nn.Module:

@@ -6,13 +6,16 @@ library only)."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Collection
 from typing import Any
 
-from autotune.runtime._safety import GEMM_BACKEND_LISTS, GEMM_BACKENDS, accepts, describe
+from autotune.runtime import safety as _safety
+from autotune.runtime._compile_config import CompileConfig, ConfigError, UnsafeKnobError
+from autotune.runtime.safety import GEMM_BACKEND_LISTS, GEMM_BACKENDS, accepts, describe
 
 __all__ = [
-    "GEMM_BACKENDS", "GEMM_BACKEND_LISTS", "accepts", "declared_type", "describe", "known", "near",
-    "torch_config", "wrong_type",
+    "GEMM_BACKENDS", "GEMM_BACKEND_LISTS", "accepts", "check_config", "declared_type", "describe",
+    "known", "near", "torch_config", "wrong_type",
 ]  # fmt: skip
 
 
@@ -61,3 +64,65 @@ def near(layer: str, name: str) -> str | None:
     """The known knob of ``layer`` closest to ``name``, if one is close."""
     found = difflib.get_close_matches(name, sorted(known(layer)), n=1)
     return found[0] if found else None
+
+
+def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[str]) -> None:
+    """Raises :class:`ConfigError` when ``config`` does not fit the installed torch (unknown
+    knobs, values of the wrong type, an unknown backend), and :class:`UnsafeKnobError` when it
+    sets knobs refused from data that ``allow_unsafe_knobs`` does not name."""
+    import torch
+
+    problems = _backend_problems(config.backend)
+    if config.backend == "openvino":
+        from autotune.runtime import openvino_backend as _openvino
+
+        problems += _openvino.option_problems(config.options)
+    options = config.options if config.backend == "inductor" else {}
+    if options:
+        problems += _knob_problems(options, "inductor", "options")
+    if config.dynamo:
+        problems += _knob_problems(config.dynamo, "dynamo", "dynamo")
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(
+            f"config {config.config_hash()} does not fit the installed torch "
+            f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
+            "these keys from the config."
+        )
+    unsafe = _safety.problems(options, config.dynamo, allow_unsafe_knobs, declared_type)
+    if unsafe:
+        raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))
+
+
+def _backend_problems(backend: str) -> list[str]:
+    from torch._dynamo.backends.registry import lookup_backend
+    from torch._dynamo.exc import InvalidBackend
+
+    try:
+        lookup_backend(backend)
+    except InvalidBackend:
+        if backend == "openvino":
+            return [
+                "backend: 'openvino' is not installed here; install it with "
+                "`pip install 'autotune[openvino]'` (or `pip install openvino`), or apply "
+                "another entry of the file"
+            ]
+        return [f"backend: {backend!r} is not a registered torch.compile backend"]
+    return []
+
+
+def _knob_problems(settings: dict[str, Any], layer: str, where: str) -> list[str]:
+    import torch
+
+    names = known(layer)
+    problems = []
+    for key, value in sorted(settings.items()):
+        if key not in names:
+            close = near(layer, key)
+            hint = f"; did you mean {close!r}?" if close else ""
+            problems.append(f"{where}.{key}: unknown to torch {torch.__version__}{hint}")
+            continue
+        expected = wrong_type(layer, key, value)
+        if expected is not None:
+            problems.append(f"{where}.{key}: expected {expected}, got {value!r}")
+    return problems

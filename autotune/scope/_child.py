@@ -16,10 +16,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from autotune import _scratch
+from autotune import _scratch, trials
 from autotune.errors import UsageError
 from autotune.scope._tree import ModelTree
-from autotune.trials import _runner
 
 _TAIL_CHARS = 2000
 
@@ -66,19 +65,19 @@ def _spawn(folder: Path, budget_s: float) -> int | None:
             str(folder / "spec.json"), str(folder / "result.json")]  # fmt: skip
     with open(folder / "log.txt", "wb") as log:
         proc = subprocess.Popen(
-            argv, env=_runner.child_env(), stdin=subprocess.DEVNULL, stdout=log,
+            argv, env=trials.child_env(), stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         # Tracked like a trial: an interrupted study (kill_all_trials) takes it down too.
-        _runner.track(proc.pid)
+        trials.track(proc.pid)
         try:
             return proc.wait(timeout=budget_s)
         except subprocess.TimeoutExpired:
             return None
         finally:
-            _runner.kill_group(proc.pid)
+            trials.kill_group(proc.pid)
             proc.wait()
-            _runner.untrack(proc.pid)
+            trials.untrack(proc.pid)
 
 
 def _read(path: Path) -> dict[str, Any] | None:

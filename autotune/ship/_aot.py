@@ -101,7 +101,7 @@ def build_package(
             package is then not written (a file already at ``package_path`` is left as it
             was).
     """
-    from autotune.runtime.apply import check_config
+    from autotune.runtime.knobs import check_config
 
     check_config(config, allow_unsafe_knobs)
     why = why_not_packaged(config, calls, None)

@@ -6,7 +6,7 @@ numerics on purpose, so they are searched only under an accuracy contract the us
 (``--accuracy``); without one they are left out with a note and the gate stays eager's.
 
 ``[openvino]`` holds options of OpenVINO's ``torch.compile`` backend (see
-:mod:`autotune.runtime._openvino`); they are suggested only when ``compile.backend`` is
+:mod:`autotune.runtime.openvino_backend`); they are suggested only when ``compile.backend`` is
 ``openvino``. A backend that is not installed is left out of a built-in space with a note, and
 is a problem in a space of the user's.
 
@@ -40,7 +40,7 @@ def problems(knob: Knob, device: str) -> list[str]:
         return [f"{knob.param}: give a list of choices, not a range"]
     if knob.layer == "precision":
         return _precision_problems(knob, device)
-    from autotune.runtime import _openvino
+    from autotune.runtime import openvino_backend as _openvino
 
     return [p for v in knob.values() for p in _openvino.option_problems({knob.name: v})][:3]
 
@@ -67,7 +67,7 @@ def describe(knob: Knob) -> tuple[str, Any]:
     if knob.layer == "precision":
         allowed = PRECISION.get(knob.name, ())
         return " | ".join(map(repr, allowed)), PRECISION_DEFAULTS.get(knob.name)
-    from autotune.runtime import _openvino
+    from autotune.runtime import openvino_backend as _openvino
 
     spec = _openvino.OPTIONS.get(knob.name)
     default = "f32 (pinned)" if knob.name == "INFERENCE_PRECISION_HINT" else "OpenVINO's"
@@ -77,7 +77,7 @@ def describe(knob: Knob) -> tuple[str, Any]:
 def installed(backend: str) -> bool:
     """Whether a backend named in :data:`EXTRA_BACKENDS` can be imported here."""
     if backend == "openvino":
-        from autotune.runtime import _openvino
+        from autotune.runtime import openvino_backend as _openvino
 
         return _openvino.version() is not None
     return True

@@ -10,7 +10,7 @@
 
 A space read from a database (a study's stored space) cannot opt in: its ``[unsafe]`` knobs
 count only when the command line names them too (``--allow-unsafe-knob``). See
-:mod:`autotune.runtime._safety` for which knobs are refused and why.
+:mod:`autotune.runtime.safety` for which knobs are refused and why.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from autotune.runtime import _safety
+from autotune.runtime import safety as _safety
 from autotune.space import _levers
 from autotune.space._knob import Knob
 

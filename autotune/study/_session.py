@@ -67,7 +67,7 @@ class SearchRequest:
         model_path: The model file this process runs, named by its operator (the study's row
             only says where it was: a process that runs trials and names none is refused).
         trust_model_path: Run the model file even if its content differs from the study's.
-        allow_unsafe_knobs: The knobs refused from data (see :mod:`autotune.runtime._safety`)
+        allow_unsafe_knobs: The knobs refused from data (see :mod:`autotune.runtime.safety`)
             that this process's operator vouches for: those of the space file it was given,
             or the command line's --allow-unsafe-knob. The stored space's [unsafe] table
             counts only for knobs named here.

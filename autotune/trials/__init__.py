@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
-from autotune.trials._runner import SubprocessRunner, TrialRunner, kill_all_trials, tracked
+from autotune.trials._runner import (
+    SubprocessRunner,
+    TrialRunner,
+    child_env,
+    kill_all_trials,
+    kill_group,
+    track,
+    tracked,
+    untrack,
+)
 from autotune.trials._spec import (
     DEFAULT_PRECISION,
     FAILURE_KINDS,
@@ -17,12 +26,16 @@ from autotune.trials._warm import WarmHostRunner
 __all__ = [
     "DEFAULT_PRECISION",
     "FAILURE_KINDS",
+    "child_env",
     "dies_with_us",
     "kill_all_trials",
+    "kill_group",
     "kill_group_with_parent",
     "read_phase",
     "run_child",
+    "track",
     "tracked",
+    "untrack",
     "MeasureSettings",
     "SubprocessRunner",
     "TrialResult",

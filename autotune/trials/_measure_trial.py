@@ -378,10 +378,11 @@ def _watch_backend(config: CompileConfig) -> Any:
 
     if config.backend != "openvino":
         return contextlib.nullcontext()
-    from autotune.runtime import _openvino
+    from autotune.runtime import openvino_backend
+    from autotune.trials._openvino_watch import watch
 
-    _openvino.reset()
-    return _openvino.watch()
+    openvino_backend.reset()
+    return watch()
 
 
 def _raise_on_fallback(conversion: Any) -> None:

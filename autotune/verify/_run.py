@@ -151,7 +151,7 @@ def _run_cold(
 
 
 def _refuse_unsafe(best: BestConfig, allowed: Collection[str]) -> None:
-    from autotune.runtime import _safety
+    from autotune.runtime import safety as _safety
 
     if best.config is None:
         return

@@ -1,4 +1,4 @@
-"""autotune.runtime._openvino: options of the openvino backend and its silent fallbacks."""
+"""autotune.runtime.openvino_backend: options of the openvino backend and its silent fallbacks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from torch import nn
 
 pytest.importorskip("openvino")
 
-from autotune.runtime import _openvino as ov  # noqa: E402
+from autotune.runtime import openvino_backend as ov  # noqa: E402
+from autotune.trials import _openvino_watch  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -36,8 +37,8 @@ def _fresh() -> None:
 
 def _run(
     model: nn.Module, x: torch.Tensor, **kwargs: object
-) -> tuple[ov.ConversionReport, torch.Tensor]:
-    with ov.watch() as report, torch.no_grad():
+) -> tuple[_openvino_watch.ConversionReport, torch.Tensor]:
+    with _openvino_watch.watch() as report, torch.no_grad():
         y = torch.compile(model, backend="openvino", **kwargs)(x)
     return report, y
 
@@ -125,9 +126,9 @@ def test_importing_registers_nothing() -> None:
     import importlib
     import sys
 
-    sys.modules.pop("autotune.runtime._openvino", None)
+    sys.modules.pop("autotune.runtime.openvino_backend", None)
     before = set(sys.modules)
-    importlib.import_module("autotune.runtime._openvino")
+    importlib.import_module("autotune.runtime.openvino_backend")
     assert not any(m.startswith("openvino") for m in set(sys.modules) - before)
 
 
@@ -217,7 +218,7 @@ def test_watch_restores_internals() -> None:
 
     before = (backend.fx_openvino, backend.Partitioner, backend.compile_fx)
     before_execute = execute.openvino_execute
-    with ov.watch():
+    with _openvino_watch.watch():
         assert backend.fx_openvino is not before[0]
     assert (backend.fx_openvino, backend.Partitioner, backend.compile_fx) == before
     assert execute.openvino_execute is before_execute
@@ -227,7 +228,7 @@ def test_watch_degrades_to_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     import openvino.frontend.pytorch.torchdynamo.backend as backend
 
     monkeypatch.delattr(backend, "Partitioner")
-    with ov.watch() as report:
+    with _openvino_watch.watch() as report:
         pass
     assert report.known is False
     assert "Partitioner" in (report.why_unknown or "")
@@ -236,7 +237,7 @@ def test_watch_degrades_to_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_nothing_compiled_inside_watch() -> None:
-    with ov.watch() as report:
+    with _openvino_watch.watch() as report:
         pass
     assert report.known and report.graphs_seen == 0
     assert report.share is None and report.fallback is False

@@ -12,7 +12,8 @@ import autotune
 
 pytest.importorskip("openvino")
 
-from autotune.runtime import _openvino as ov  # noqa: E402
+from autotune.runtime import openvino_backend as ov  # noqa: E402
+from autotune.trials import _openvino_watch  # noqa: E402
 
 
 class Conv(torch.nn.Module):
@@ -61,7 +62,7 @@ def test_aot_autograd_compiles_what_the_default_retrace_cannot() -> None:
     config = {"backend": "openvino", "dynamic": False, "options": {"aot_autograd": True}}
     model = Conv().eval()
     aot = autotune.apply(model, config)
-    with ov.watch() as report, torch.no_grad():
+    with _openvino_watch.watch() as report, torch.no_grad():
         out = aot(x)
     assert report.share == 1.0 and not report.fallback, report.summary()
     torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-4)

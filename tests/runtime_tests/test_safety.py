@@ -15,7 +15,7 @@ import torch._dynamo.config as dynamo_config
 import torch._inductor.config as inductor_config
 
 import autotune
-from autotune.runtime import _safety
+from autotune.runtime import safety as _safety
 from autotune.space import _file, builtin_names
 
 CONFIGS = {"inductor": inductor_config, "dynamo": dynamo_config}

@@ -1,0 +1,228 @@
+"""One torch.compile configuration (:class:`CompileConfig`, its :class:`Scope`) and the errors
+of the config schema. Standard library only; :mod:`autotune.runtime.config` re-exports them
+beside the best-config file."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.runtime._schema import compile_problems, scope_problems
+
+# What each torch.compile mode expands to (torch._inductor.list_mode_options); only used to keep
+# `brief()` short, never to compile.
+_MODE_PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "reduce-overhead": {"triton.cudagraphs": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True, "coordinate_descent_tuning": True},
+    "max-autotune": {
+        "max_autotune": True,
+        "coordinate_descent_tuning": True,
+        "triton.cudagraphs": True,
+    },
+}
+
+
+class ConfigError(ValueError):
+    """A config (file, dict or object) breaks the schema; the message lists every problem."""
+
+
+class UnsafeKnobError(ConfigError):
+    """A config sets knobs that autotune never takes from data without an explicit opt-in:
+    they name a program, a compiler or its flags, a file or a folder, or turn on debug output
+    (see :mod:`autotune.runtime.safety`)."""
+
+
+class ScopeError(ConfigError):
+    """A config's scope names module paths that the model does not have."""
+
+
+class EnvironmentMismatchWarning(UserWarning):
+    """A config is applied in an environment, or to a model, other than the one it was tuned on."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which parts of the model are compiled.
+
+    Attributes:
+        compile: Dotted module paths compiled separately; ``("",)`` compiles the whole model.
+        disable: Dotted module paths kept eager inside the compiled region(s).
+    """
+
+    compile: tuple[str, ...] = ("",)
+    disable: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        raw = {"compile": self.compile, "disable": self.disable}
+        _raise_if(scope_problems(raw, "Scope"), "invalid Scope")
+        object.__setattr__(self, "compile", tuple(self.compile))
+        object.__setattr__(self, "disable", tuple(self.disable))
+
+    @property
+    def kind(self) -> str:
+        """``whole``, ``whole+disable``, ``regional`` or ``regional+disable``."""
+        base = "whole" if self.compile == ("",) else "regional"
+        return f"{base}+disable" if self.disable else base
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``{"compile": [...], "disable": [...]}``."""
+        return {"compile": list(self.compile), "disable": list(self.disable)}
+
+
+@dataclass(frozen=True)
+class CompileConfig:
+    """One torch.compile configuration, exactly as a trial ran it.
+
+    Attributes:
+        backend: ``torch.compile`` backend name.
+        mode: The preset ``options`` were expanded from; informational, never passed on.
+        dynamic: ``torch.compile(dynamic=...)``; ``None`` is torch's own default.
+        fullgraph: ``torch.compile(fullgraph=...)``.
+        options: Resolved Inductor options (mode preset included), passed as ``options=``.
+        dynamo: ``torch._dynamo.config`` settings patched around every call of a compiled region.
+        scope: Which modules are compiled and which are kept eager.
+        precision: How the config changes numerics on purpose, set around every call of a
+            compiled region: ``autocast`` (``"bfloat16"``, ``"float16"``: the dtype of an
+            autocast region on the model's device) and ``matmul`` (``"high"``, ``"medium"``:
+            ``torch.set_float32_matmul_precision``, TF32 on CUDA, bf16 matmuls through oneDNN
+            on CPU). Empty: as eager. Searched only under an accuracy contract.
+    """
+
+    backend: str = "inductor"
+    mode: str = "default"
+    dynamic: bool | None = None
+    fullgraph: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    dynamo: dict[str, Any] = field(default_factory=dict)
+    scope: Scope = field(default_factory=Scope)
+    precision: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        raw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if isinstance(self.scope, Scope):
+            raw["scope"] = self.scope.to_dict()
+        _raise_if(compile_problems(raw, "CompileConfig"), "invalid CompileConfig")
+        object.__setattr__(self, "options", _json_copy(self.options))
+        object.__setattr__(self, "dynamo", _json_copy(self.dynamo))
+        object.__setattr__(self, "precision", _json_copy(self.precision))
+        if isinstance(self.scope, Mapping):
+            object.__setattr__(self, "scope", _build_scope(self.scope))
+
+    def __hash__(self) -> int:
+        return hash(self.config_hash())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, keys in a stable order (options and dynamo sorted); ``precision``
+        only when set, so that a config tuned before precision existed keeps its hash."""
+        d = {
+            "backend": self.backend,
+            "mode": self.mode,
+            "dynamic": self.dynamic,
+            "fullgraph": self.fullgraph,
+            "options": {k: _json_copy(self.options[k]) for k in sorted(self.options)},
+            "dynamo": {k: _json_copy(self.dynamo[k]) for k in sorted(self.dynamo)},
+            "scope": self.scope.to_dict(),
+        }
+        if self.precision:
+            d["precision"] = {k: self.precision[k] for k in sorted(self.precision)}
+        return d
+
+    @property
+    def changes_precision(self) -> bool:
+        """The config computes in a lower precision than eager float32 on purpose: it sets
+        ``precision``, or a backend's own inference precision below f32."""
+        hint = self.options.get("INFERENCE_PRECISION_HINT") if self.backend != "inductor" else None
+        return bool(self.precision) or hint not in (None, "f32")
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "config") -> CompileConfig:
+        """Builds a config from its JSON form; missing keys take their defaults.
+
+        Raises:
+            ConfigError: Listing every unknown key, wrong type and bad value at once.
+        """
+        _raise_if(compile_problems(d, where), f"invalid compile config ({where})")
+        return _build_compile(d)
+
+    def config_hash(self) -> str:
+        """First 16 hex digits of the sha256 of the canonical JSON of :meth:`to_dict`."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def brief(self) -> str:
+        """One short human line, e.g. ``inductor max-autotune dyn=False fg=False freezing=1``."""
+        parts = [self.backend]
+        if self.backend == "inductor":
+            parts.append(self.mode)
+        parts += [f"dyn={self.dynamic}", f"fg={self.fullgraph}"]
+        preset = _MODE_PRESETS.get(self.mode, {})
+        extra = {k: v for k, v in self.options.items() if k not in preset or preset[k] != v}
+        parts += [f"{k}={_brief_value(v)}" for k, v in sorted(extra.items())]
+        parts += [f"dynamo.{k}={_brief_value(v)}" for k, v in sorted(self.dynamo.items())]
+        if self.scope.kind != "whole":
+            parts.append(f"scope={_brief_paths(self.scope.compile)}")
+        if self.scope.disable:
+            parts.append(f"eager={_brief_paths(self.scope.disable)}")
+        if "autocast" in self.precision:
+            parts.append(f"autocast={self.precision['autocast']}")
+        if "matmul" in self.precision:
+            parts.append(f"matmul={self.precision['matmul']}")
+        return " ".join(parts)
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``torch.compile``; never ``mode`` (options already hold it)."""
+        kwargs: dict[str, Any] = {
+            "backend": self.backend,
+            "dynamic": self.dynamic,
+            "fullgraph": self.fullgraph,
+        }
+        if self.backend == "inductor" and self.options:
+            # A fresh copy: torch.compile pops keys out of the dict it is given.
+            kwargs["options"] = _json_copy(self.options)
+        return kwargs
+
+
+def _raise_if(problems: list[str], title: str) -> None:
+    if problems:
+        count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{title}: {count}:\n{lines}")
+
+
+def _build_compile(d: Mapping[str, Any]) -> CompileConfig:
+    kwargs = {k: _json_copy(v) for k, v in d.items() if k != "scope"}
+    if "scope" in d:
+        kwargs["scope"] = _build_scope(d["scope"])
+    return CompileConfig(**kwargs)
+
+
+def _build_scope(d: Mapping[str, Any] | Scope) -> Scope:
+    if isinstance(d, Scope):
+        return d
+    return Scope(tuple(d.get("compile", ("",))), tuple(d.get("disable", ())))
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_copy(v) for v in value]
+    return value
+
+
+def _brief_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, list):
+        return ",".join(_brief_value(v) for v in value)
+    return str(value)
+
+
+def _brief_paths(paths: tuple[str, ...]) -> str:
+    shown = ",".join(p or "<root>" for p in paths[:3])
+    return shown + (f",+{len(paths) - 3}" if len(paths) > 3 else "")
