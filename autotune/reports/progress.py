@@ -199,7 +199,7 @@ class Progress:
     def rows(self) -> list[tuple[str, str]]:
         """The panel's rows, as (name, text)."""
         rows = [("trials", self._trials()), ("time", self._times()), ("now", self._now())]
-        rows.append(("best", self._best_text()))
+        rows.append(("best", _best_text(self._best, self._standing)))
         failures = ", ".join(f"{n} {kind}" for kind, n in self._failures.most_common())
         rows.append(("failures", failures or "none"))
         return rows
@@ -224,33 +224,34 @@ class Progress:
     def _now(self) -> str:
         phase = self._phase
         if phase == "trial":
-            phase = self._trial_phases() or "starting"
+            phase = _trial_phases(self._phase_dir) or "starting"
         return clip(f"{phase}: {self._detail}" if self._detail else phase, _WIDTH)
 
-    def _trial_phases(self) -> str:
-        """The phases the running trials of this process wrote ("compiling", "measuring")."""
-        if self._phase_dir is None:
-            return ""
-        try:
-            names = sorted(os.listdir(self._phase_dir))
-        except OSError:
-            return ""
-        paths = [os.path.join(self._phase_dir, n) for n in names if n.endswith(".phase")]
-        phases = Counter(p for p in map(read_phase, paths) if p is not None)
-        if len(phases) == 1 and sum(phases.values()) == 1:
-            return next(iter(phases))
-        return ", ".join(f"{n} {phase}" for phase, n in phases.most_common())
 
-    def _best_text(self) -> str:
-        best = self._best
-        s = self._standing
-        if s is not None and s.best_trial is not None and s.best_score is not None:
-            if best is None or s.best_score > best[0]:
-                best = (s.best_score, s.best_trial, s.best_speedup)
-        if best is None:
-            return "-"
-        _, number, speedup = best
-        return f"trial #{number}, {speedup or 0:.2f}x eager"
+def _trial_phases(phase_dir: str | None) -> str:
+    """The phases the running trials of this process wrote ("compiling", "measuring")."""
+    if phase_dir is None:
+        return ""
+    try:
+        names = sorted(os.listdir(phase_dir))
+    except OSError:
+        return ""
+    paths = [os.path.join(phase_dir, n) for n in names if n.endswith(".phase")]
+    phases = Counter(p for p in map(read_phase, paths) if p is not None)
+    if len(phases) == 1 and sum(phases.values()) == 1:
+        return next(iter(phases))
+    return ", ".join(f"{n} {phase}" for phase, n in phases.most_common())
+
+
+def _best_text(best: tuple[float, int, float | None] | None, s: Standing | None) -> str:
+    """This process's best trial, or the study's when another process found a better one."""
+    if s is not None and s.best_trial is not None and s.best_score is not None:
+        if best is None or s.best_score > best[0]:
+            best = (s.best_score, s.best_trial, s.best_speedup)
+    if best is None:
+        return "-"
+    _, number, speedup = best
+    return f"trial #{number}, {speedup or 0:.2f}x eager"
 
 
 def _duration(seconds: float) -> str:
