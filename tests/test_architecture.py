@@ -47,9 +47,8 @@ def test_the_graph_on_the_page_is_the_graph_of_the_code():
     assert architecture.mermaid() in page, "run: python docs/architecture.py"
 
 
-# A package's private modules are its own: others import what its __init__ exports. Left for
-# issue 27's events step: the live panel still polls the running search.
-PRIVATE_REACH = {"reports.progress -> study._standing"}
+# A package's private modules are its own: others import what its __init__ exports.
+PRIVATE_REACH: set[str] = set()
 
 
 def test_no_package_imports_another_packages_private_module():

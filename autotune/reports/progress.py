@@ -9,6 +9,7 @@ note. With ``quiet``, neither: the command prints only what it ends with.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -20,14 +21,16 @@ from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.reports import terminal
 from autotune.reports._format import clip
-from autotune.study._standing import Standing, standing  # the live panel (see pyproject)
+from autotune.reports._standing import Standing, standing
 from autotune.trials import read_phase
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console, RenderableType
     from rich.live import Live
 
-    from autotune.study import Search
+    from autotune.study import Events, Objective, Search
 
 POLL_S = 2.0  # the study's counts are read this often, by a thread of the display's own
 _REFRESH_PER_S = 2
@@ -62,7 +65,10 @@ class Progress:
             live = console.is_terminal if console is not None else sys.stdout.isatty()
         self.quiet, self.live, self.poll_s = quiet, live and not quiet, poll_s
         self._console = console
-        self._search: Search | None = None
+        self._events: Events | None = None  # the search's, subscribed to by attach
+        self._budget: int | None = None
+        self._objective: Objective | None = None
+        self._read: Callable[[], Standing] | None = None
         self._title = ""
         self._lock = threading.Lock()
         self._phase, self._detail = "starting", ""
@@ -78,9 +84,14 @@ class Progress:
         self._scratch = contextlib.ExitStack()
 
     def attach(self, search: Search, command: str) -> None:
-        """Shows ``search``'s records, notes and phases from now on."""
-        self._search = search
+        """Shows ``search``'s records, notes and phases from now on: subscribes to its events,
+        and reads where the study stands from its storage (never from the running search)."""
+        session = search.session
         self._title = f"autotune {command}: study {search.request.study_name!r}"
+        self._budget, self._objective = session.settings.trials, session.objective
+        pareto = bool(session.settings.pareto)
+        self._read = functools.partial(standing, session.records, session.study, pareto)
+        self._events = search.events
         search.events.subscribe(self.record, self.note, self.phase)
 
     def __enter__(self) -> Progress:
@@ -89,9 +100,9 @@ class Progress:
             return self
         from rich.live import Live
 
-        if self._search is not None:
+        if self._events is not None:
             self._phase_dir = str(self._scratch.enter_context(scratch_dir("phases-")))
-            self._search.trials.phase_dir = self._phase_dir
+            self._events.phase_dir = self._phase_dir
             self._poller = threading.Thread(target=self._poll, daemon=True)
             self._poller.start()
         self._live = Live(
@@ -117,8 +128,8 @@ class Progress:
         if self._live is not None:
             self._live.stop()
             self._live = None
-        if self._search is not None:
-            self._search.trials.phase_dir = None
+        if self._events is not None:
+            self._events.phase_dir = None
         self._scratch.close()
 
     @property
@@ -149,7 +160,7 @@ class Progress:
 
     def record(self, r: TrialRecord) -> None:
         """A finished trial: its line, and its part in the best and the failures."""
-        objective = self._search.session.objective if self._search is not None else None
+        objective = self._objective
         with self._lock:
             self._count(r, objective.score(r) if objective is not None else r.speedup_vs_eager)
             if self._phase == "trial" and self._detail.startswith(f"#{r.trial_number} "):
@@ -173,9 +184,9 @@ class Progress:
                 return
 
     def _read_standing(self) -> None:
-        assert self._search is not None
+        assert self._read is not None
         try:
-            found = standing(self._search)
+            found = self._read()
         except Exception:  # noqa: BLE001 - the search rides out the database itself;
             return  # the panel keeps its last figures until the next read
         with self._lock:
@@ -205,7 +216,7 @@ class Progress:
         return rows
 
     def _trials(self) -> str:
-        budget = self._search.session.settings.trials if self._search is not None else None
+        budget = self._budget
         s = self._standing
         if s is None:
             return f"? of {budget} done" if budget else "?"
@@ -214,7 +225,7 @@ class Progress:
 
     def _times(self) -> str:
         text = f"elapsed {_duration(time.monotonic() - self._started)}"
-        s, budget = self._standing, self._search.session.settings.trials if self._search else 0
+        s, budget = self._standing, self._budget or 0
         if s is None or not self._walls or s.done >= budget:
             return text
         mean = sum(self._walls) / len(self._walls)

@@ -6,7 +6,7 @@ from the records, and :mod:`autotune.ship` builds what ships beside the file.
 
 from __future__ import annotations
 
-from autotune.study._attrs import BASELINE_ATTR, PRESET_ATTR, PRIOR_ATTR
+from autotune.study._attrs import BASELINE_ATTR, METRIC_PREFIX, PRESET_ATTR, PRIOR_ATTR
 from autotune.study._borrow import WarmStart
 from autotune.study._events import Events
 from autotune.study._identity import (
@@ -33,6 +33,7 @@ from autotune.study._storage import grace_s, open_optuna_storage
 __all__ = [
     "BASELINE_ATTR",
     "CHANGEABLE",
+    "METRIC_PREFIX",
     "OBJECTIVES",
     "PRESET_ATTR",
     "PRIOR_ATTR",

@@ -18,6 +18,8 @@ class Events:
     # ("analyzing" | "probing" | "trial", detail): for a display
     on_phase: Callable[[str, str], None] = lambda phase, detail: None
     noted: set[str] = field(default_factory=set)
+    # Where each trial writes its phase ("compiling", "measuring") for a display; None: nowhere.
+    phase_dir: str | None = None
 
     def subscribe(
         self,

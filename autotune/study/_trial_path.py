@@ -43,8 +43,8 @@ POLL_S = 1.0
 
 class TrialPath:
     """Runs trials for one search: ``plan`` is the scope plan once settled, ``sampler`` this
-    process's (told when a trial repeats a measured point), ``phase_dir`` where trials write
-    their phase for a display, ``stopping`` set when the search stops."""
+    process's (told when a trial repeats a measured point), ``stopping`` set when the search
+    stops; trials write their phase where ``events.phase_dir`` says."""
 
     def __init__(self, session: Session, events: Events, stopping: threading.Event) -> None:
         self.session = session
@@ -52,7 +52,6 @@ class TrialPath:
         self.stopping = stopping
         self.plan: ScopePlan | None = None
         self.sampler: ExploringSampler | None = None
-        self.phase_dir: str | None = None
 
     def run(self, runner: TrialRunner, trial: optuna.Trial) -> None:
         """Measures ``trial`` with ``runner``, records it and tells Optuna (or fails it)."""
@@ -214,9 +213,9 @@ class TrialPath:
             budget_s=budget,
         )
         spec = dataclasses.replace(spec, allow_unsafe_knobs=list(self.session.space.unsafe_knobs))
-        if self.phase_dir is None:
+        if self.events.phase_dir is None:
             return spec
-        path = os.path.join(self.phase_dir, f"trial-{number}.phase")
+        path = os.path.join(self.events.phase_dir, f"trial-{number}.phase")
         return dataclasses.replace(spec, progress_path=path)
 
 

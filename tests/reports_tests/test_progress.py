@@ -94,7 +94,7 @@ def test_the_live_panel_shows_the_study_the_phase_the_best_and_the_failures(fini
     assert progress.live
     progress.attach(finished_search, "worker")
     with progress:
-        phases = finished_search.trials.phase_dir
+        phases = finished_search.events.phase_dir
         assert phases is not None and os.path.isdir(phases)
         progress.phase("trial", "#7 [default] inductor default dyn=None fg=False")
         assert "starting: #7 [default]" in text(progress)  # before the trial wrote its phase
@@ -109,7 +109,7 @@ def test_the_live_panel_shows_the_study_the_phase_the_best_and_the_failures(fini
     assert "compiling: #7 [default] inductor default dyn=None fg=False" in panel
     assert "trial #6, 1.50x eager" in panel and "1 timeout" in panel and "elapsed" in panel
     assert "sampling: the next configuration" in after
-    assert finished_search.trials.phase_dir is None and not os.path.exists(phases)
+    assert finished_search.events.phase_dir is None and not os.path.exists(phases)
     printed = screen.file.getvalue()
     assert "#  6 inductor default" in printed and "graphs 1 breaks 0 recompiles 2" in printed
 

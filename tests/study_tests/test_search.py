@@ -330,7 +330,7 @@ def test_a_display_hears_each_phase_and_each_trial_gets_a_phase_file(request_for
     runner, phases = TableRunner(), []
     search = Search(request_for(trials=1, scope="search"), runner)
     search.events.on_phase = lambda phase, detail: phases.append((phase, detail))
-    search.trials.phase_dir = str(tmp_path)
+    search.events.phase_dir = str(tmp_path)
     search.run()
     default = "#1 [default] inductor default dyn=None fg=False"
     assert phases[:2] == [("trial", "#0 [eager] eager (no compile)"), ("trial", default)]

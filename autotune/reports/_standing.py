@@ -1,16 +1,15 @@
-"""Where a study stands, as every process of it sees it: what a live display polls."""
+"""Where a study stands, as every process of it sees it, read from its storage: what the live
+panel polls (never the running search itself)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+import optuna
 from optuna.trial import TrialState
 
-from autotune.study._attrs import BASELINE_ATTR, METRIC_PREFIX, PRIOR_ATTR
-
-if TYPE_CHECKING:
-    from autotune.study._search import Search
+from autotune.records import RecordStore
+from autotune.study import BASELINE_ATTR, METRIC_PREFIX, PRIOR_ATTR
 
 
 @dataclass(frozen=True)
@@ -25,17 +24,17 @@ class Standing:
     best_speedup: float | None = None
 
 
-def standing(search: Search) -> Standing:
-    """One read of the study, without the search's retries and timings: a display's thread
-    calls it between the search's own reads, and simply tries again later when it fails."""
-    name = search.request.study_name
-    done = search.session.records.count_trials(name, duplicates=False)
+def standing(records: RecordStore, study: optuna.Study, pareto: bool) -> Standing:
+    """One read of the study from its records and Optuna's storage, without the search's
+    retries and timings: a display's thread calls it between the search's own reads, and
+    simply tries again later when it fails."""
+    done = records.count_trials(study.study_name, duplicates=False)
     states = (TrialState.RUNNING,)
-    trials = search.session.study.get_trials(deepcopy=False, states=states)
+    trials = study.get_trials(deepcopy=False, states=states)
     running = sum(1 for t in trials if BASELINE_ATTR not in t.user_attrs)
-    if search.session.settings.pareto:
+    if pareto:
         return Standing(done, running)
-    finished = search.session.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    finished = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     # an earlier study's results told to the sampler (--warm-start-from) are not this study's
     own = [t for t in finished if PRIOR_ATTR not in t.user_attrs and t.value is not None]
     if not own:
