@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune import _rules as rules
 from autotune._settings_table import (
     DEFAULT,
     EFFORTS,
-    SETTINGS_OF,
     changeable_options,
-    thorough_trials,
 )
 from autotune.cli import _argtypes as argtypes
 from autotune.cli import _options as options
@@ -22,10 +19,9 @@ from autotune.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from autotune._deadline import Deadline
     from autotune.decide import Decision
     from autotune.records import TrialRecord
-    from autotune.study import Search, SearchRequest
+    from autotune.study import Search
     from autotune.trials import TrialRunner
 
 INTERRUPTED = "every finished trial is saved. Run the same command to resume the study."
@@ -235,21 +231,21 @@ def _how(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs or resumes a study, then writes its best-config file; returns the exit code."""
     from autotune._deadline import Deadline
-    from autotune.cli._device import resolve_device
-    from autotune.pipeline import Finish, run_study
+    from autotune.pipeline import NO_CUDA, Finish, build_request, resolve_device, run_study
     from autotune.reports import terminal
     from autotune.reports.progress import Progress
     from autotune.study import Events, Search, Session
 
     progress = Progress(quiet=args.quiet)
-    request = _request(args, Deadline.after(args.timeout))
+    args.storage = options.storage(args)
+    request = build_request(args, Deadline.after(args.timeout))
     if getattr(args, "effort_line", None):
         progress.note(args.effort_line)
     session = Session(request, Events(on_note=progress.note))
     if args.no_worker:
         return _create_only(Search(session))
     device = session.local.device
-    resolve_device(device, remedy=_NO_CUDA, named=f"The study's device {device}")
+    resolve_device(device, remedy=NO_CUDA, named=f"The study's device {device}")
     search = Search(session, trial_runners(args, device))
     progress.attach(search, "search")
     finish = Finish(
@@ -342,139 +338,3 @@ def _core_sets(jobs: int, device: str) -> list[list[int] | None]:
         )
     share = len(cores) // jobs
     return [cores[i * share : (i + 1) * share] for i in range(jobs)]
-
-
-def _given(args: argparse.Namespace) -> frozenset[str]:
-    return frozenset(getattr(args, "given", None) or ())
-
-
-def _apply_effort(args: argparse.Namespace) -> None:
-    """Sets what ``--effort`` sets and the command line left alone; those count as given, so
-    a resumed study takes them like explicit options."""
-    if not getattr(args, "effort", None):
-        return
-    given = _given(args)
-    chosen = {k: v for k, v in EFFORTS[args.effort].items() if k not in given and v is not None}
-    for dest, value in chosen.items():
-        setattr(args, dest, value)
-    args.effort_sizes_trials = args.effort == "thorough" and "trials" not in given
-    extra = set(chosen) | ({"trials"} if args.effort == "thorough" else set())
-    if getattr(args, "given", None) is not None:
-        args.given = frozenset(given | (extra - given))
-
-
-def _request(args: argparse.Namespace, deadline: Deadline | None = None) -> SearchRequest:
-    import torch
-
-    from autotune._deadline import Deadline
-    from autotune.cli._device import resolve_device
-    from autotune.space import load_space
-    from autotune.study import (
-        Objective,
-        SearchRequest,
-        StudySettings,
-        model_sha256,
-        triton_version,
-    )
-    from autotune.trials import MeasureSettings
-    from autotune.workload import load_model_file, require_batch_size
-
-    _apply_effort(args)
-    max_latency_s = args.max_latency_ms / 1e3 if args.max_latency_ms else None
-    batch_sizes = list(args.batch_sizes) if args.batch_sizes else None
-    Objective(args.objective, args.calls, batch_sizes, max_latency_s)  # refuses a bad mix
-    pareto = _pareto_axes(args)
-    model = Path(args.model).resolve()
-    module = load_model_file(model)
-    if batch_sizes:
-        require_batch_size(module)
-    device = resolve_device(args.device, remedy=_NO_CUDA)
-    space = load_space(
-        args.space or device.split(":")[0],
-        device,
-        workload=args.workload,
-        allow_numerics_changes=args.allow_numerics_changes or args.accuracy is not None,
-        accuracy_contract=args.accuracy is not None,
-    )
-    if getattr(args, "effort_sizes_trials", False):
-        args.trials = thorough_trials(space.size)
-    if args.effort:
-        args.effort_line = (
-            f"effort {args.effort}: space {space.name!r}, {args.trials} trials, compile budget "
-            f"{args.compile_budget:.0f} s, {args.finalists} finalists (options given "
-            "explicitly win)"
-        )
-    settings = StudySettings(
-        model_path=str(model),
-        device=device,
-        workload=args.workload,
-        space=space.to_dict(),
-        space_hash=space.content_hash(),
-        torch_version=torch.__version__,
-        seed=args.seed,
-        compile_budget_s=args.compile_budget,
-        compile_budget_factor=args.compile_budget_factor,
-        measure=MeasureSettings(target_seconds=args.measure_seconds),
-        sampler=args.sampler,
-        scope=args.scope,
-        objective=args.objective,
-        calls=args.calls,
-        memory_budget_bytes=args.memory_budget,
-        pareto=pareto,
-        finalist_precision=args.precision or None,
-        trials=args.trials,
-        finalists=args.finalists,
-        preset_finalists=args.preset_finalists,
-        prune=args.prune,
-        pick=args.pick,
-        warm_start=args.warm_start,
-        batch_sizes=batch_sizes,
-        max_latency_s=max_latency_s,
-        model_sha256=model_sha256(model),
-        triton_version=triton_version(),
-        accuracy=args.accuracy,
-    )
-    study = args.study or f"{model.stem}-{device.replace(':', '')}"
-    given = getattr(args, "given", None)
-    if given is not None:
-        given = frozenset(SETTINGS_OF[dest] for dest in given if dest in SETTINGS_OF)
-    warm_start = None
-    if args.warm_start_from:
-        from autotune.study import WarmStart
-
-        warm_start = WarmStart(args.warm_start_from, args.warm_start_storage, args.warm_start_top)
-    return SearchRequest(
-        study, options.storage(args), settings, given=given,
-        deadline=deadline or Deadline(), warm_start=warm_start,
-        cache_dir=args.cache_dir, cache_limit_bytes=args.cache_limit,
-        device=args.device and device, model_path=str(model),
-        trust_model_path=args.trust_model_path,
-        allow_version_mismatch=args.allow_version_mismatch,
-        allow_unsafe_knobs=space.unsafe_knobs,
-    )  # fmt: skip
-
-
-_NO_CUDA = "Pass --device cpu, or install a CUDA build of torch on a GPU machine."
-
-
-def _pareto_axes(args: argparse.Namespace) -> list[str] | None:
-    """The axes of a --pareto study (None without it); checks --pick and --objective too."""
-    from autotune.study import PickRule, parse_axes
-
-    if not args.pareto:
-        for name, value in (("--pick", args.pick), ("--pareto-axes", args.pareto_axes)):
-            if value is not None:
-                raise UsageError(
-                    f"{name} {value!r} goes with a Pareto front, which only a --pareto study "
-                    "has: add --pareto (latency against compile time; --pareto-axes "
-                    "latency,compile,memory adds peak memory)."
-                )
-        return None
-    if args.objective != "latency":
-        raise UsageError(
-            f"--pareto replaces the single objective, got --objective {args.objective}: the "
-            "front already trades latency against compile time. Drop --objective, or drop "
-            "--pareto to optimize one objective."
-        )
-    PickRule.parse(args.pick or "fastest")
-    return list(parse_axes(args.pareto_axes or "latency,compile"))

@@ -144,7 +144,7 @@ def _toml(value: Any) -> str:
 def _device(given: str | None, space: str) -> str:
     """A built-in space named after a device is checked for it; anything else for this
     machine's device."""
-    from autotune.cli._device import resolve_device
+    from autotune.pipeline import resolve_device
 
     own = space if space in ("cpu", "cuda") else None
     return resolve_device(given, fallback=own, remedy="", require_cuda=False)

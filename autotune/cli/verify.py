@@ -71,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``autotune verify``; returns the verdict's exit code (bad input: UsageError)."""
-    from autotune.cli._device import resolve_device
+    from autotune.pipeline import resolve_device
     from autotune.reports.verify import progress, render
     from autotune.runtime.config import CompileConfig, ConfigError, ConfigFile
     from autotune.trials import SubprocessRunner

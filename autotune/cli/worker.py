@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus:
         return _per_gpu(args)
     from autotune._deadline import Deadline
-    from autotune.cli._device import resolve_device
     from autotune.cli.search import trial_runners
+    from autotune.pipeline import resolve_device
     from autotune.reports.progress import Progress
     from autotune.study import Search, SearchRequest
 

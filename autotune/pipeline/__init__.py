@@ -1,10 +1,32 @@
 """A study end to end, in one call: :func:`run_study` runs the search, waits for trials other
 processes still run, decides, writes the best-config file and ships what goes beside it.
 ``autotune search`` makes this call (and the Python API will); the command line only parses,
-calls and prints."""
+calls and prints. :func:`build_request` turns the options of ``autotune search`` into the
+study's request (``--effort``, the model file, the device, the space, the settings)."""
 
 from __future__ import annotations
 
-from autotune.pipeline._run import Finish, StudyOutcome, run_study
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Finish", "StudyOutcome", "run_study"]
+if TYPE_CHECKING:
+    from autotune.pipeline._device import default_device, resolve_device
+    from autotune.pipeline._request import NO_CUDA, build_request
+    from autotune.pipeline._run import Finish, StudyOutcome, run_study
+
+# Names load on first use: resolving a device (every subcommand) needs torch only.
+_NAMES = {
+    "NO_CUDA": "_request", "Finish": "_run", "StudyOutcome": "_run", "build_request": "_request",
+    "default_device": "_device", "resolve_device": "_device", "run_study": "_run",
+}  # fmt: skip
+
+__all__ = [
+    "NO_CUDA", "Finish", "StudyOutcome", "build_request", "default_device", "resolve_device",
+    "run_study",
+]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module 'autotune.pipeline' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"autotune.pipeline.{_NAMES[name]}"), name)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from autotune._settings_table import THOROUGH_TRIALS
 from autotune.cli import build_parser, parse
-from autotune.cli.search import _request
+from autotune.pipeline import build_request
 
 
 def _settings(*argv: str):
     parser, commands = build_parser()
     args = parse(parser, commands, ["search", *argv])
-    return _request(args).settings, args
+    return build_request(args).settings, args
 
 
 def test_quick_effort_sets_everything_and_says_so(model_file):

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from autotune.cli import build_parser, main
-from autotune.cli.search import _request
+from autotune.pipeline import build_request
 
 
 def test_spaces_lists_the_builtin_spaces_with_their_descriptions(capsys):
@@ -82,6 +82,6 @@ def test_search_passes_allow_numerics_changes_to_the_space(model_file, space_fil
     argv = ["search", model_file("tiny"), "--device", "cpu", "--space", space_file("numerics")]
     parser, _ = build_parser()
     args: argparse.Namespace = parser.parse_args(argv + (["--allow-numerics-changes"] * allow))
-    stored = _request(args).settings.space
+    stored = build_request(args).settings.space
     assert ("numerics" in stored) is allow
     assert stored.get("allow_numerics_changes", False) is allow
