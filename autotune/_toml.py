@@ -5,6 +5,7 @@ Python's settings."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -48,3 +49,17 @@ def undecodable(exc: BaseException) -> str:
     if isinstance(exc, TooManyDots):
         return str(exc)
     return "it holds an integer longer than Python reads"
+
+
+def read(path: Path, what: str, remedy: str, error: type[Exception]) -> dict[str, Any]:
+    """The TOML document of the file at ``path`` (``what``: "The study file"), or ``error``
+    with one paragraph: not valid TOML, or not decodable as TOML (``remedy`` completes "fix
+    it: ..."). A file that cannot be opened raises ``OSError`` as it is."""
+    try:
+        return loads(path.read_bytes())
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{what} {path} is not valid TOML: {exc}.") from exc
+    except (ValueError, RecursionError) as exc:  # not UTF-8, too long, too deep
+        raise error(
+            f"{what} {path} cannot be read as TOML ({undecodable(exc)}); fix it: {remedy}"
+        ) from exc

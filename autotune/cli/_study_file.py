@@ -11,17 +11,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
 from pathlib import Path
 from typing import Any
 
-from autotune._toml import loads, undecodable
+from autotune._toml import read as read_toml
 from autotune.errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 MODEL_KEY = "model"
 # Options that say how this process runs or prints, not what the study is.
@@ -49,20 +43,16 @@ def expand(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
 
 def study_options(path: Path, parser: argparse.ArgumentParser) -> list[str]:
     """The command-line form of study file ``path``: the model file's path first."""
+    remedy = "a study file is `model = ...` and options of `autotune search`, one per line."
     try:
-        data = loads(path.read_bytes())
+        data = read_toml(path, "The study file", remedy, UsageError)
     except FileNotFoundError:
         raise UsageError(
             f"The study file {path} does not exist; pass a model file (*.py) or a study file "
             "(*.toml) that names one."
         ) from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
         raise UsageError(f"The study file {path} is not valid TOML: {exc}.") from exc
-    except (ValueError, RecursionError) as exc:  # not UTF-8, too long, too deep
-        raise UsageError(
-            f"The study file {path} cannot be read as TOML ({undecodable(exc)}); fix it: a "
-            "study file is `model = ...` and options of `autotune search`, one per line."
-        ) from exc
     actions = {
         a.dest: a for a in parser._actions if a.option_strings and a.dest not in _NOT_IN_FILES
     }

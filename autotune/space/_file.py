@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from autotune._toml import loads, undecodable
+from autotune._toml import read as read_toml
 from autotune.errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin_spaces"
 
@@ -68,14 +62,8 @@ def _find(name_or_path: str, base_dir: Path | None) -> Path:
 
 def read(path: Path) -> dict[str, Any]:
     """The TOML document of ``path``."""
+    remedy = "`autotune spaces --show cpu` prints a space to start from."
     try:
-        return loads(path.read_bytes())
-    except tomllib.TOMLDecodeError as exc:
-        raise SpaceError(f"The search-space file {path} is not valid TOML: {exc}.") from exc
-    except (ValueError, RecursionError) as exc:  # not UTF-8, too long, too deep
-        raise SpaceError(
-            f"The search-space file {path} cannot be read as TOML ({undecodable(exc)}); fix "
-            "it: `autotune spaces --show cpu` prints a space to start from."
-        ) from exc
+        return read_toml(path, "The search-space file", remedy, SpaceError)
     except OSError as exc:
         raise SpaceError(f"The search-space file {path} cannot be read: {exc}.") from exc
