@@ -76,7 +76,7 @@ def test_a_sigkilled_export_takes_its_child_down(fake):
     best, python = fake
     code = f"""
         import sys
-        from autotune.study import ship_cache
+        from autotune.ship import ship_cache
         sys.executable = {str(python)!r}
         ship_cache({str(best)!r}, {str(best.parent / "model.py")!r})
     """

@@ -53,7 +53,7 @@ def test_each_process_seeds_its_sampler_with_the_study_seed_plus_its_index(
     storage = f"sqlite:///{tmp_path}/t.db"
     Search(SearchRequest("s", storage, settings), Runner()).run()
     joining = Search(SearchRequest("s", storage, None, model_path=settings.model_path), Runner())
-    assert joining.settings.seed == 100 and joining.local.device == "cpu"
+    assert joining.session.settings.seed == 100 and joining.session.local.device == "cpu"
     joining.run()
     assert seeds == [100, 101]
     sampler = real("tpe", 0)
