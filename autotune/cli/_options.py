@@ -12,7 +12,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from autotune._settings_table import DEFAULT, MEASURE_SECONDS
+from autotune._search_options import BY_FLAG, DEFAULT_STORAGE, STORAGE_ENV
 from autotune.cli import _argtypes as argtypes
 from autotune.errors import UsageError
 
@@ -85,53 +85,50 @@ def add_subcommand(
     return parser
 
 
+def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
+    """Adds the option ``flag`` as ``autotune search`` defines it (:mod:`autotune._search_options`:
+    type, default, metavar, choices, help); ``overrides`` replace what this subcommand says
+    differently (usually ``help``)."""
+    option = BY_FLAG[flag]
+    kwargs: dict[str, Any] = {"dest": option.name, "help": option.help}
+    if option.action is not None:
+        kwargs["action"] = option.action
+    else:
+        if option.kind is not None:
+            kwargs["type"] = getattr(argtypes, option.kind)
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        if option.default is not None:
+            kwargs["default"] = option.default
+        if option.metavar is not None:
+            kwargs["metavar"] = option.metavar
+    kwargs.update(overrides)
+    p.add_argument(flag, **kwargs)
+
+
 def add_device(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--device", type=argtypes.device, metavar="cpu|cuda|cuda:N", help=help)
+    add(p, "--device", help=help)
 
 
 def add_compile_budget(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument(
-        "--compile-budget", type=argtypes.positive_float, metavar="SECONDS",
-        default=DEFAULT["compile_budget_s"],
-        help=help,
-    )  # fmt: skip
+    add(p, "--compile-budget", help=help)
 
 
 def add_measure_seconds(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument(
-        "--measure-seconds", type=argtypes.positive_float, default=MEASURE_SECONDS,
-        metavar="SECONDS",
-        help=help,
-    )  # fmt: skip
+    add(p, "--measure-seconds", help=help)
 
 
 def add_precision(p: argparse.ArgumentParser, subject: str) -> None:
-    p.add_argument(
-        "--precision",
-        type=argtypes.fraction,
-        default=DEFAULT["finalist_precision"],
-        metavar="F",
-        help=f"{subject} time past --measure-seconds until their median speedup is known "
-        "within +-F (95%% confidence), for at most 5x as long; 0 turns it off",
-    )
+    help = BY_FLAG["--precision"].help.replace("finalists", subject, 1)
+    add(p, "--precision", help=help)
 
 
-def add_seed(p: argparse.ArgumentParser, help: str, default: int | None = DEFAULT["seed"]) -> None:
-    p.add_argument("--seed", type=argtypes.seed, default=default, help=help)
-
-
-STORAGE_ENV = "AUTOTUNE_STORAGE"
-DEFAULT_STORAGE = "sqlite:///autotune.db"
+def add_seed(p: argparse.ArgumentParser, help: str, default: Any = _UNSET) -> None:
+    add(p, "--seed", help=help, **({} if default is _UNSET else {"default": default}))
 
 
 def add_storage(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--storage",
-        metavar="URL",
-        help="SQLAlchemy URL of Optuna's and autotune's tables; PostgreSQL: "
-        "postgresql+psycopg://USER:PASSWORD@HOST/DB (pip install 'autotune[postgres]'); "
-        f"default: ${STORAGE_ENV}, else {DEFAULT_STORAGE}. Passwords are never printed",
-    )
+    add(p, "--storage")
 
 
 def storage(args: argparse.Namespace) -> str:
@@ -142,39 +139,14 @@ def storage(args: argparse.Namespace) -> str:
 
 def add_trial_processes(p: argparse.ArgumentParser) -> None:
     """How this process runs its trials: jobs, trial host and kernel cache."""
-    p.add_argument(
-        "--jobs", type=argtypes.positive_int, default=1,
-        help="trials run at once (CPU only; each job gets CPU cores of its own)",
-    )  # fmt: skip
-    p.add_argument(
-        "--trial-host", choices=("warm", "cold"), default="warm",
-        help="warm: fork each trial from a host that already imported torch and Inductor; "
-        "cold: a fresh Python process per trial",
-    )  # fmt: skip
-    p.add_argument(
-        "--cache-dir", metavar="DIR",
-        help="kernel cache shared by the study's trials on this machine "
-        "(default: $AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study)",
-    )  # fmt: skip
-    p.add_argument(
-        "--cache-limit", type=argtypes.size, default="20GiB", metavar="SIZE",
-        help="past this size, the kernel cache's oldest files (untouched for an hour) are "
-        "removed",
-    )  # fmt: skip
+    for flag in ("--jobs", "--trial-host", "--cache-dir", "--cache-limit"):
+        add(p, flag)
 
 
 def add_joining(p: argparse.ArgumentParser) -> None:
     """What a process may differ in from the study it joins."""
-    p.add_argument(
-        "--allow-version-mismatch", action="store_true",
-        help="join even when this torch or triton differs from the study's (each trial "
-        "records the versions it ran with)",
-    )  # fmt: skip
-    p.add_argument(
-        "--trust-model-path", action="store_true",
-        help="run the model file even when its content differs from the one the study was "
-        "created with (its SHA-256 is stored with the study)",
-    )  # fmt: skip
+    add(p, "--allow-version-mismatch")
+    add(p, "--trust-model-path")
 
 
 def add_model(p: argparse.ArgumentParser, runs: str) -> None:
@@ -209,17 +181,15 @@ def _knob_param(text: str) -> str:
 
 
 def add_out(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--out", default="best_config.json", metavar="PATH", help="best-config file to write"
-    )
+    add(p, "--out")
 
 
 def add_debug(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    add(p, "--debug")
 
 
 def add_quiet(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--quiet", action="store_true", help=help)
+    add(p, "--quiet", help=help)
 
 
 RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
@@ -245,15 +215,11 @@ def trial_runner() -> TrialRunner | None:
 
 
 def add_study(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--study", required=True, metavar="NAME", help=help)
+    add(p, "--study", required=True, help=help)
 
 
 def add_for_device(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--for-device", metavar="NAME",
-        help="when the study's trials ran on several kinds of hardware: the device name the "
-        "file is for (default: this machine's)",
-    )  # fmt: skip
+    add(p, "--for-device")
 
 
 def require_folder(option: str, path: str) -> None:
