@@ -32,6 +32,7 @@ from autotune.study import (
     StudySettings,
     candidates,
     open_optuna_storage,
+    scored_trial,
     settings_from_row,
 )
 
@@ -290,16 +291,9 @@ def searched_study(data: StudyData) -> optuna.Study | None:
         r, frozen = row.record, row.trial
         if r is None or frozen is None or r.baseline is not None or r.duplicate_of is not None:
             continue
-        if not frozen.params:
-            continue
-        trials.append(
-            optuna.trial.create_trial(
-                params=frozen.params,
-                distributions=frozen.distributions,
-                value=objective.score(r) or 0.0,
-                user_attrs={"number": row.number},
-            )
-        )
+        scored = scored_trial(frozen, r, objective, {"number": row.number})
+        if scored is not None:
+            trials.append(scored)
     if len(trials) < 2:
         return None
     study = optuna.create_study(direction="maximize")

@@ -15,7 +15,7 @@ from autotune.study._identity import (
     model_sha256,
     triton_version,
 )
-from autotune.study._objective import OBJECTIVES, Objective, break_even_calls
+from autotune.study._objective import OBJECTIVES, Objective, break_even_calls, scored_trial
 from autotune.study._pareto import PickRule, axis_value, front, parse_axes
 from autotune.study._records import (
     candidates,
@@ -51,6 +51,7 @@ __all__ = [
     "parse_axes",
     "pooled_measurements",
     "recover_stale",
+    "scored_trial",
     "screened",
     "settings_from_row",
     "settle",

@@ -23,7 +23,7 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord, redact_url
 from autotune.space import SearchSpace, offers
 from autotune.study._attrs import BORROWED_ATTR, PRIOR_ATTR, STUDY_ATTR
-from autotune.study._objective import Objective
+from autotune.study._objective import Objective, scored_trial
 from autotune.study._settings import StudySettings
 from autotune.study._storage import open_optuna_storage
 
@@ -134,16 +134,11 @@ def _tell(
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         for record in measured:
             trial = trials.get(record.trial_number)
-            if trial is None or not trial.params:
+            attrs = {PRIOR_ATTR: True, BORROWED_ATTR: f"#{record.trial_number}"}
+            prior = scored_trial(trial, record, objective, attrs) if trial is not None else None
+            if prior is None:
                 continue
-            study.add_trial(
-                optuna.trial.create_trial(
-                    params=trial.params,
-                    distributions=trial.distributions,
-                    value=objective.score(record) or 0.0,
-                    user_attrs={PRIOR_ATTR: True, BORROWED_ATTR: f"#{record.trial_number}"},
-                )
-            )
+            study.add_trial(prior)
             told += 1
     return told
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import optuna
 
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
@@ -137,3 +139,22 @@ def _paired_latency(r: TrialRecord, other: TrialRecord) -> float | None:
     if not r.eager_latency_median_s or not other.speedup_vs_eager:
         return None
     return r.eager_latency_median_s / other.speedup_vs_eager
+
+
+def scored_trial(
+    trial: optuna.trial.FrozenTrial,
+    record: TrialRecord,
+    objective: Objective,
+    user_attrs: dict[str, Any],
+) -> optuna.trial.FrozenTrial | None:
+    """A finished trial with ``trial``'s parameters, valued by ``objective``'s score of its
+    ``record`` (0 when it failed): what Optuna's tools (the sampler's prior, importance, the
+    plots) are given. None when ``trial`` drew no parameters (a baseline or a preset)."""
+    if not trial.params:
+        return None
+    return optuna.trial.create_trial(
+        params=trial.params,
+        distributions=trial.distributions,
+        value=objective.score(record) or 0.0,
+        user_attrs=user_attrs,
+    )
