@@ -21,7 +21,9 @@ from autotune.cli import _argtypes as argtypes
 from autotune.cli import _options as options
 
 if TYPE_CHECKING:
-    from autotune.study import SearchRequest, Session
+    from autotune.decide import Decision
+    from autotune.reports.progress import Progress
+    from autotune.study import Search, SearchRequest, Session
 
 INTERRUPTED = (
     "the running trial was failed in the study (another worker retries it); every finished "
@@ -41,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "from the study but the model file, which the worker's own --model names (a database "
         "never names code to run); the worker checks that its torch, triton and model file "
         "are the study's. SIGTERM fails the running trial (another worker retries it) and "
-        "exits 0.",
+        "exits 0. With --out, the worker whose search ends the study also writes its "
+        "best-config file, as `autotune finalize` would.",
     )
     options.add_study(p, "the study to join")
     options.add_storage(p)
@@ -58,6 +61,13 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     p.add_argument(
         "--timeout", type=argtypes.positive_float, metavar="SECONDS",
         help="wall clock of this worker: no trial starts after it, none runs past it",
+    )  # fmt: skip
+    options.add(
+        p, "--out", default=None,
+        help="when this worker's search ends the study (its budget met), wait for the trials "
+        "other workers still run, choose the winner and write the best-config file here "
+        "(finalists included), unless another worker is writing it; without --out, run "
+        "`autotune finalize` once the workers are done",
     )  # fmt: skip
     options.add_trial_processes(p)
     options.add_joining(p)
@@ -103,12 +113,35 @@ def run(args: argparse.Namespace) -> int:
             f"worker for study {args.study!r} ({search.done()} of {s.trials} trials done): "
             f"{local.model_path} on {local.device}, space {search.session.space.name!r}"
         )
+        if args.out:
+            return _run_and_write(args, search, progress)
         try:
             search.run()
         finally:
             for runner in runners:
                 runner.close()
     _say(f"worker done: {search.ended}")
+    return 0
+
+
+def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress) -> int:
+    """The worker's trials, then (if it ended the study) the file: one run_study call."""
+    from autotune.pipeline import Finish, run_study
+    from autotune.reports import terminal
+
+    finish = Finish(args.out, last_process=True, finalist_runner=options.trial_runner())
+
+    def decided(decision: Decision) -> None:
+        progress.finish()
+        print(terminal.decision(decision, args.out), flush=True)
+
+    outcome = run_study(search, finish, on_decision=decided)
+    progress.finish()
+    if outcome.decision is None:
+        why = outcome.not_written or "no file was written: eager is not measured yet"
+        _say(f"worker done: {search.ended}; {why}")
+    else:
+        _say(f"worker done: {search.ended}")
     return 0
 
 

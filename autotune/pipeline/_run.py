@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from autotune.decide import Decision, finalist_candidates, finalize, study_front
 from autotune.records import TrialRecord
-from autotune.study import Search, candidates, eager_baseline
+from autotune.study import Search, candidates, eager_baseline, grace_s
 from autotune.trials import TrialRunner
 
 
@@ -22,6 +22,9 @@ class Finish:
         save_cache: Ship the compile cache of the winning config beside the file.
         save_aot: Ship its AOTInductor package (with ``save_cache``, both).
         finalist_runner: Runs the finalists (None: fresh processes, as the decision needs).
+        last_process: Write the file only when the search ended the study (its budget met,
+            or the space exhausted) and no other process of the study is writing it: a
+            worker's ``--out``.
     """
 
     out: str
@@ -30,17 +33,25 @@ class Finish:
     save_cache: bool = False
     save_aot: bool = False
     finalist_runner: TrialRunner | None = None
+    last_process: bool = False
+
+
+# The claim a process holds while it writes a study's file (Finish.last_process).
+FILE_CLAIM = "best_config_file"
+ENDED = ("budget met", "space exhausted")
 
 
 @dataclass
 class StudyOutcome:
-    """What :func:`run_study` did: ``decision`` is None when the run stopped before the eager
-    baseline was measured (no file was written); ``not_shipped`` says why nothing shipped beside
-    the file when a cache or package was asked for."""
+    """What :func:`run_study` did: ``decision`` is None when no file was written, and
+    ``not_written`` says why when it is not that the eager baseline was never measured;
+    ``not_shipped`` says why nothing shipped beside the file when a cache or package was asked
+    for."""
 
     decision: Decision | None
     records: list[TrialRecord]
     not_shipped: str | None = None
+    not_written: str | None = None
 
 
 def run_study(
@@ -68,7 +79,20 @@ def run_study(
     records = session.records.trials(search.request.study_name)
     if eager_baseline(records) is None:
         return StudyOutcome(None, records)
-    decision = _finalize(search, finish, records, on_front)
+    if finish.last_process:
+        if search.ended not in ENDED:
+            why = f"the study did not end here ({search.ended}): no file was written"
+            return StudyOutcome(None, records, not_written=why)
+        owner, name = session.owner(), search.request.study_name
+        if not session.db(session.records.claim, name, FILE_CLAIM, owner, grace_s()):
+            why = "another process of the study is writing the file"
+            return StudyOutcome(None, records, not_written=why)
+        try:
+            decision = _finalize(search, finish, records, on_front)
+        finally:  # a later run of the study (a raised budget) writes it again
+            session.db(session.records.release_claim, name, FILE_CLAIM, owner)
+    else:
+        decision = _finalize(search, finish, records, on_front)
     on_decision(decision)
     if finish.save_cache or finish.save_aot:
         if decision.best.decision != "compile":

@@ -318,3 +318,30 @@ def test_a_quiet_worker_prints_only_that_it_is_done(
     tiny = model_file("tiny")
     assert main(["worker", "--study", "w", "--storage", storage, "--model", tiny, "--quiet"]) == 0
     assert capsys.readouterr().out == "worker done: budget met\n" and len(runs) == 4
+
+
+def test_with_out_the_worker_that_ends_the_study_writes_its_file(
+    tmp_path, model_file, space_file, monkeypatch, capsys
+):
+    """create (--no-worker) -> worker --out: the worker runs the budget, then chooses the winner
+    and writes the file as finalize would; a worker stopped by its timeout writes nothing."""
+    scripted.use(monkeypatch, lambda s: scripted.ok(1.0 if s.config is None else 1.5))
+    storage, out = f"sqlite:///{tmp_path}/a.db", tmp_path / "best.json"
+    model = model_file("tiny")
+    created = main(["search", model, "--storage", storage, "--study", "w", "--space",
+                    space_file("aot_eager"), "--scope", "whole", "--device", "cpu", "--trials",
+                    "2", "--finalists", "0", "--no-worker"])  # fmt: skip
+    assert created == 0
+    capsys.readouterr()
+    argv = ["worker", "--study", "w", "--storage", storage, "--model", model, "--device", "cpu"]
+    assert main([*argv, "--out", str(out), "--timeout", "0.001"]) == 0
+    printed = capsys.readouterr().out
+    assert "worker done: timeout; no file was written: eager is not measured yet" in printed
+    assert not out.exists()
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Wrote" in printed and "worker done: budget met" in printed
+    best = autotune.load(out)
+    assert best.decision == "compile" and best.metrics["speedup_vs_eager"] == 1.5
+    with RecordStore(storage) as store:
+        assert store.claim_of("w", "best_config_file") is None  # released: a later run writes
