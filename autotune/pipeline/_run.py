@@ -98,13 +98,12 @@ def run_study(
         if decision.best.decision != "compile":
             why = "No compile cache was exported: the file decides not to compile."
             return StudyOutcome(decision, records, not_shipped=why)
-            from autotune.ship import ship_cache
+        from autotune.ship import ship_cache
 
-            ship_cache(
-                finish.out, session.local.model_path, on_note=events.on_note,
-                cache=finish.save_cache, aot=True,
-                allow_unsafe_knobs=session.space.unsafe_knobs,
-            )  # fmt: skip
+        ship_cache(
+            finish.out, session.local.model_path, on_note=events.on_note,
+            cache=finish.save_cache, aot=True, allow_unsafe_knobs=session.space.unsafe_knobs,
+        )  # fmt: skip
     return StudyOutcome(decision, records)
 
 

@@ -457,3 +457,15 @@ def test_a_file_under_a_contract_applies_its_precision(tmp_path, model_file, spa
     (x,) = module.get_inputs("cpu")
     with torch.no_grad():
         assert autotune.apply(model, tmp_path / "best_config.json")(x).dtype == torch.bfloat16
+
+
+def test_save_aot_ships_the_package_of_a_compile_decision(
+    tmp_path, model_file, space_file, monkeypatch
+):
+    scripted.use(monkeypatch, lambda s: scripted.ok(1.0 if s.config is None else 1.5))
+    shipped: list[dict] = []
+    monkeypatch.setattr("autotune.ship._cache.ship_cache", lambda *a, **k: shipped.append(k))
+    code, _ = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
+                     "--trials", "2", "--save-aot")  # fmt: skip
+    assert code == 0
+    assert [(k["cache"], k["aot"]) for k in shipped] == [(False, True)]

@@ -69,3 +69,32 @@ def test_another_process_writing_the_file_is_left_to_it(tmp_path, settings):
     assert search.ended == "budget met"
     assert outcome.not_written == "another process of the study is writing the file"
     assert not (tmp_path / "best.json").exists()
+
+
+def test_the_cache_and_package_asked_for_ship_beside_a_compile_decision(
+    tmp_path, settings, monkeypatch
+):
+    shipped = []
+    monkeypatch.setattr("autotune.ship._cache.ship_cache", lambda *a, **k: shipped.append((a, k)))
+    search = Search(SearchRequest("s", f"sqlite:///{tmp_path}/a.db", settings), Runner())
+    out = str(tmp_path / "best.json")
+    outcome = run_study(search, Finish(out, save_cache=True))
+    assert outcome.not_shipped is None and len(shipped) == 1
+    (path, model), kwargs = shipped[0]
+    assert (path, model) == (out, settings.model_path)
+    assert kwargs["cache"] is True and kwargs["aot"] is True
+
+
+def test_nothing_ships_beside_a_file_that_does_not_compile(tmp_path, settings, monkeypatch):
+    shipped = []
+    monkeypatch.setattr("autotune.ship._cache.ship_cache", lambda *a, **k: shipped.append((a, k)))
+
+    class Slower(Runner):
+        def run(self, spec: TrialSpec) -> TrialResult:
+            return scripted.ok(1.0 if spec.config is None else 0.5)
+
+    search = Search(SearchRequest("s", f"sqlite:///{tmp_path}/a.db", settings), Slower())
+    outcome = run_study(search, Finish(str(tmp_path / "best.json"), save_aot=True))
+    assert outcome.decision is not None and outcome.decision.best.decision == "do_not_compile"
+    assert outcome.not_shipped == "No compile cache was exported: the file decides not to compile."
+    assert shipped == []
