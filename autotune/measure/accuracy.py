@@ -376,7 +376,8 @@ def _keystr(keys: pytree.KeyPath) -> str:
 def _plain_object(obj: Any) -> bool:
     """An instance that keeps its state in ``__dict__`` and has no ``__eq__`` of its own (a
     KV cache of transformers, say): compared attribute by attribute."""
-    return hasattr(obj, "__dict__") and type(obj).__eq__ is object.__eq__ and not callable(obj)
+    own_eq: object = type(obj).__eq__
+    return hasattr(obj, "__dict__") and own_eq is object.__eq__ and not callable(obj)
 
 
 def _equal(expected: Any, actual: Any) -> bool:
