@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     from autotune.reports.progress import Progress
     from autotune.study import Search, SearchRequest
 
+    if args.out:
+        options.require_folder("--out", args.out)  # before any trial, not after the last
     device = None
     if args.device:
         device = resolve_device(args.device, remedy="Pass --device of this machine.")

@@ -345,3 +345,11 @@ def test_with_out_the_worker_that_ends_the_study_writes_its_file(
     assert best.decision == "compile" and best.metrics["speedup_vs_eager"] == 1.5
     with RecordStore(storage) as store:
         assert store.claim_of("w", "best_config_file") is None  # released: a later run writes
+
+
+def test_an_out_in_a_folder_that_does_not_exist_is_refused_before_any_trial(tmp_path, capsys):
+    out = tmp_path / "missing" / "best.json"
+    code = main(["worker", "--study", "w", "--storage", f"sqlite:///{tmp_path}/a.db",
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--out" in err and "does not exist" in err and "Traceback" not in err
