@@ -79,20 +79,19 @@ def run_study(
     records = session.records.trials(search.request.study_name)
     if eager_baseline(records) is None:
         return StudyOutcome(None, records)
+    owner, name = session.owner(), search.request.study_name
     if finish.last_process:
         if search.ended not in ENDED:
             why = f"the study did not end here ({search.ended}): no file was written"
             return StudyOutcome(None, records, not_written=why)
-        owner, name = session.owner(), search.request.study_name
         if not session.db(session.records.claim, name, FILE_CLAIM, owner, grace_s()):
             why = "another process of the study is writing the file"
             return StudyOutcome(None, records, not_written=why)
-        try:
-            decision = _finalize(search, finish, records, on_front)
-        finally:  # a later run of the study (a raised budget) writes it again
-            session.db(session.records.release_claim, name, FILE_CLAIM, owner)
-    else:
+    try:
         decision = _finalize(search, finish, records, on_front)
+    finally:  # a later run of the study (a raised budget) writes it again
+        if finish.last_process:
+            session.db(session.records.release_claim, name, FILE_CLAIM, owner)
     on_decision(decision)
     if finish.save_cache or finish.save_aot:
         if decision.best.decision != "compile":

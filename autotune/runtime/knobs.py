@@ -6,6 +6,7 @@ library only)."""
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Collection
 from typing import Any
 
@@ -30,16 +31,18 @@ def torch_config(layer: str) -> Any:
     return dynamo_config
 
 
-def known(layer: str) -> set[str]:
+@functools.cache
+def known(layer: str) -> frozenset[str]:
     """Every knob of ``layer`` the installed torch has (Inductor's ``list_options()``, and each
-    config module's own table: a knob either lists is known)."""
+    config module's own table: a knob either lists is known). Read once per process: a space
+    file asks for each of its knobs."""
     config = torch_config(layer)
     names = set(getattr(config, "_config", None) or {}) | set(config.get_config_copy())
     if layer == "inductor":
         from torch import _inductor
 
         names |= set(_inductor.list_options())
-    return names
+    return frozenset(names)
 
 
 def declared_type(layer: str, name: str) -> Any:
