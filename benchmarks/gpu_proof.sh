@@ -8,8 +8,11 @@
 #
 # TESTS=0 skips the checks and tests (a second call on a warm machine). The machine lacks
 # autotune's dependencies: fetch them first here with ../shared/gpu/fetch-wheels.sh .whl and carry
-# .whl (NO_WHEELS=1 skips installing them). DEVICE (default cuda), TRIALS (default 8), TESTS_S
-# (the tests' time limit, default 240), PYTEST_K (a pytest -k selection of the GPU tests).
+# .whl (NO_WHEELS=1 skips installing them). DEVICE (default cuda), TRIALS (default 8),
+# COMPILE_BUDGET (default 90), TESTS_S (the tests' time limit, default 240; collecting alone took
+# over 50 s on an H200), PYTEST_K (a pytest -k selection of the GPU tests),
+# ACCURACY (an accuracy contract, e.g. 'cosine>=0.999': puts TF32 and autocast in the space),
+# SEARCH_EXTRA (more options for each search, e.g. '--preset-finalists best --precision 0.05').
 set -u
 model=${1:?model}
 search_s=${2:?search seconds}
@@ -45,7 +48,8 @@ fi
 keep=/tmp/gpu_proof_keep
 timeout $((search_s + 150)) python3 benchmarks/suite.py --device "$device" --models "$model" \
   --trials "${TRIALS:-8}" --finalists 2 --verify 1 --verbose --keep "$keep" \
-  --search-args "--timeout $search_s --compile-budget 90 --measure-seconds 1" \
+  ${ACCURACY:+--accuracy "$ACCURACY"} \
+  --search-args "--timeout $search_s --compile-budget ${COMPILE_BUDGET:-90} --measure-seconds 1 ${SEARCH_EXTRA:-}" \
   --json "$out/suite_$model.json" --out "$out/suite_$model.md" > "$out/suite_$model.log" 2>&1
 echo "exit $?" >> "$out/suite_$model.log"
 tar czf "$out/keep_$model.tgz" -C /tmp gpu_proof_keep autotune-cache/logs 2>/dev/null \

@@ -195,12 +195,14 @@ def _for_device(
     for_device: str | None,
     on_note: Callable[[str], None],
 ) -> list[TrialRecord]:
-    """The records of one kind of hardware, when the study's trials ran on several."""
-    names = {r.environment.get("device_name") for r in records if r.environment}
+    """The records of one kind of hardware, when the study's trials ran on several. A trial
+    killed before it said where it ran (at its compile budget, say) names no device: it is not
+    another kind, and it stays with the records the file is chosen from."""
+    names = {name for r in records if (name := r.environment.get("device_name"))}
     if for_device is None and len(names) <= 1:
         return records
     target = for_device or local_device_name(device or settings.device)
-    mine = [r for r in records if r.environment.get("device_name") == target]
+    mine = [r for r in records if r.environment.get("device_name") in (target, None)]
     others = sorted(str(n) for n in names if n != target)
     on_note(
         f"the study's trials ran on {len(names)} kinds of device; the file is for {target!r} "

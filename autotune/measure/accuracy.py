@@ -33,10 +33,12 @@ exactly.
 
 ``tolerance=(rtol, atol)`` replaces the table for every floating dtype, and
 ``float_dtypes_may_differ=True`` compares a float tensor with one of another float dtype (bf16
-autocast returns bf16 where eager returns float32): both are how an accuracy contract the user
-states (:mod:`autotune._contract`) is checked; ``(inf, inf)`` judges no float element, except
-that a non-finite value must be where eager has the same one. Every comparison also reports the
-lowest cosine similarity of a float tensor pair (flattened, in float64).
+autocast returns bf16 where eager returns float32), and lets a ``torch.dtype`` attribute of a
+walked object (a KV cache layer's ``dtype``) be another float dtype too: both are how an
+accuracy contract the user states (:mod:`autotune._contract`) is checked; ``(inf, inf)``
+judges no float element, except that a non-finite value must be where eager has the same one.
+Every comparison also reports the lowest cosine similarity of a float tensor pair (flattened,
+in float64).
 """
 
 from __future__ import annotations
@@ -242,8 +244,16 @@ class _Walk:
             self.scalar(expected, actual, path)
         elif _plain_object(expected):
             self.mapping(vars(expected), vars(actual), path, attributes=True)
+        elif isinstance(expected, torch.dtype) and self.float_dtype_change(expected, actual):
+            pass  # a cache records its tensors' dtype: autocast changes both (listed by them)
         elif not _equal(expected, actual):
             self.fail(path, f"{_type(expected)} differs: expected {expected!r}, got {actual!r}")
+
+    def float_dtype_change(self, expected: torch.dtype, actual: torch.dtype) -> bool:
+        """A float dtype where eager has another one, allowed by ``float_dtypes_may_differ``
+        (the ``dtype`` a transformers cache layer keeps beside its bf16 keys and values)."""
+        floats = expected.is_floating_point and actual.is_floating_point
+        return self.float_dtypes_may_differ and floats
 
     def mapping(
         self,

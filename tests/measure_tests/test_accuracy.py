@@ -417,3 +417,43 @@ def test_clone_outputs_copies_tensors_and_keeps_containers() -> None:
     source["data"].logits.add_(1)
     assert cloned["model"].last_hidden_state.tolist() == [1.0, 1.0]
     assert cloned["data"].logits.tolist() == [1.0, 1.0]
+
+
+class CacheLayer:
+    """A KV cache layer as transformers 5.17 keeps it: its tensors and their ``dtype``."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        self.keys, self.values, self.dtype = keys, values, keys.dtype
+
+
+def test_a_bf16_autocast_kv_cache_passes_a_contract_allowing_float_dtypes(gpt2: Gpt2Run) -> None:
+    """Found on an H200 (transformers 5.17): GPT-2 under bf16 autocast returns its cache's keys
+    and values in bf16, and each cache layer kept a ``dtype`` attribute saying so. With an
+    accuracy contract that attribute may change with its tensors; without one it may not."""
+    from autotune._contract import parse_contract
+
+    contract = parse_contract("cosine>=0.99")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        actual = _run(gpt2, gpt2.model)
+    assert actual["past_key_values"].layers[0].keys.dtype == torch.bfloat16
+    verdict = contract.judge(gpt2.output, actual)
+    assert verdict.ok, verdict.detail
+    assert any(
+        re.fullmatch(CACHE + r"\.layers\[0\]\.keys: float32 -> bfloat16", change)
+        for change in verdict.errors["dtype_changes"]
+    ), verdict.errors["dtype_changes"]
+
+    keys, values = torch.randn(2, 4, 8), torch.randn(2, 4, 8)
+    expected = [CacheLayer(keys, values)]
+    autocast = [CacheLayer(keys.bfloat16(), values.bfloat16())]
+    verdict = contract.judge(expected, autocast)
+    assert verdict.ok, verdict.detail
+    assert verdict.errors["dtype_changes"] == [
+        "out[0].keys: float32 -> bfloat16",
+        "out[0].values: float32 -> bfloat16",
+    ]
+    strict = compare_outputs(expected, autocast)
+    assert not strict.ok and "dtype differs" in strict.detail
+    integer_keys = [CacheLayer(keys.long(), values)]
+    integer_keys[0].keys = keys  # the attribute alone says int64: only float dtypes may change
+    assert "dtype differs" in contract.judge(expected, integer_keys).detail

@@ -25,7 +25,14 @@ class Runner:
     def run(self, spec: TrialSpec) -> TrialResult:
         self.specs.append(spec)
         result = scripted.ok(1.0 if spec.config is None else 1.5)
-        result.environment = {**result.environment, "device_name": next(self.names)}
+        name = next(self.names)
+        if name is None:  # killed at its compile budget: it never said where it ran
+            return TrialResult(
+                status="failed", failure_kind="timeout", error="killed",
+                environment={"worker": {"device": "cpu"}},
+            )  # fmt: skip
+        else:
+            result.environment = {**result.environment, "device_name": name}
         return result
 
     def close(self) -> None:
@@ -68,6 +75,19 @@ def test_a_file_for_a_mixed_fleet_is_chosen_among_one_devices_trials(tmp_path, s
     assert notes[0].startswith("the study's trials ran on 2 kinds of device; the file is for 'B'")
     assert {r.environment["device_name"] for r in decision.records} == {"B"}
     assert decision.best.environment["device_name"] == "B"
+
+
+def test_a_trial_that_never_said_its_device_is_not_another_kind_of_device(tmp_path, settings):
+    """Found on an H200: a trial killed at its compile budget records no device name, and the
+    decision said the study ran on 2 kinds of device (the other being None)."""
+    storage = f"sqlite:///{tmp_path}/t.db"
+    Search(SearchRequest("s", storage, replace_trials(settings, 4)), Runner(("A", None))).run()
+    notes: list[str] = []
+    decision = finalize(storage, "s", on_note=notes.append)
+    assert not any("kinds of device" in note for note in notes), notes
+    unnamed = [r for r in decision.records if "device_name" not in r.environment]
+    assert unnamed and len(unnamed) < len(decision.records)  # kept with the others
+    assert decision.best.environment["device_name"] == "A"
 
 
 def replace_trials(settings: StudySettings, trials: int) -> StudySettings:
