@@ -22,8 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "Polars read without parsing JSON: status and failure kind, compile and timing "
         "phases, latency and speedups with their spread, memory, graphs, graph breaks, "
         "recompiles, cache hits, one column per knob (knob.LAYER.NAME, null where the trial "
-        "did not draw it), per-shape latency (shapeI.latency_s), the environment, the worker "
-        "and timestamps.",
+        "did not draw it), per-shape latency (shapeI.latency_median_s), the environment, the "
+        "worker and timestamps.",
     )
     options.add_study(p, "the study to export")
     options.add_storage(p)

@@ -228,7 +228,7 @@ def do_not_compile(
     eager = best_eager(records, objective) or eager_baseline(records)
     made = _file(settings, study, storage, best or eager, "do_not_compile", reason, None)
     if eager is not None:
-        made.metrics["eager_latency_s"] = eager.latency_median_s
+        made.metrics["eager_latency_median_s"] = eager.latency_median_s
         if objective.kind == "throughput":
             # what to run instead: eager, at the batch size where it serves the most
             made.workload["batch_size"] = eager.batch_size
@@ -290,9 +290,9 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
     if r is None:
         return {}
     metrics: dict[str, float | int | None] = {
-        "latency_s": r.latency_median_s,
+        "latency_median_s": r.latency_median_s,
         "latency_iqr_s": r.latency_iqr_s,
-        "eager_latency_s": r.eager_latency_median_s,
+        "eager_latency_median_s": r.eager_latency_median_s,
         "speedup_vs_eager": r.speedup_vs_eager,
         "speedup_vs_eager_q1": r.speedup_vs_eager_q1,
         "speedup_vs_eager_q3": r.speedup_vs_eager_q3,

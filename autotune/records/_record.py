@@ -6,7 +6,8 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from autotune.trials import FAILURE_KINDS
+from autotune.runtime.config import current_metric_names
+from autotune.trials import FAILURE_KINDS, TrialFigures
 
 STATUSES = ("ok", "failed")
 BASELINES = ("eager", "default")
@@ -24,8 +25,9 @@ ENV_KEYS = {
 
 
 @dataclasses.dataclass
-class TrialRecord:
-    """One trial of a study as stored in ``autotune_trials``.
+class TrialRecord(TrialFigures):
+    """One trial of a study as stored in ``autotune_trials``: its :class:`TrialFigures` (for
+    a config measured in several processes, pooled), and what the study adds.
 
     ``environment`` fills ``environment_json`` and the environment columns (its keys ``host``,
     ``python``, ``torch``, ``triton``, ``cuda``, ``driver``, ``device_name``, ``cpu_model``);
@@ -39,24 +41,8 @@ class TrialRecord:
     status: str
     optuna_trial_id: int | None = None
     baseline: str | None = None
-    failure_kind: str | None = None
-    error: str | None = None
-    error_tail: str | None = None
-    compile_time_s: float | None = None
-    latency_median_s: float | None = None
-    latency_iqr_s: float | None = None
-    eager_latency_median_s: float | None = None
-    speedup_vs_eager: float | None = None
-    speedup_vs_eager_q1: float | None = None
-    speedup_vs_eager_q3: float | None = None
     speedup_vs_default: float | None = None
-    peak_memory_bytes: int | None = None
-    graphs: int | None = None
-    graph_breaks: int | None = None
-    recompiles: int | None = None
-    wall_time_s: float | None = None
     duplicate_of: int | None = None
-    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
     result: dict[str, Any] = dataclasses.field(default_factory=dict)
     created_at: datetime | None = None
 
@@ -71,6 +57,13 @@ class TrialRecord:
         measurement was reused instead of timing the same code again; None when timed."""
         value = self.result.get("equivalent_of")
         return None if value is None else int(value)
+
+    @property
+    def per_shape(self) -> list[dict[str, Any]]:
+        """Over a shape distribution, each input's figures (``inputs``, ``latency_median_s``,
+        ``eager_latency_median_s``, ``speedup_vs_eager``), named so also where a study recorded
+        them before each quantity had one name; empty otherwise."""
+        return [current_metric_names(s) for s in self.result.get("per_shape") or []]
 
     @property
     def pruned(self) -> bool:

@@ -64,8 +64,8 @@ COLUMNS: dict[str, str] = {
 }
 _SHAPE_COLUMNS = {
     "inputs": "string",
-    "latency_s": "float64",
-    "eager_latency_s": "float64",
+    "latency_median_s": "float64",
+    "eager_latency_median_s": "float64",
     "speedup_vs_eager": "float64",
 }
 
@@ -76,7 +76,8 @@ def export_study(data: StudyData, path: str | os.PathLike[str], fmt: str = "parq
 
     Knob columns are named ``knob.<layer>.<name>`` (``knob.inductor.freezing``) and are null
     where the trial did not draw the knob (a baseline, or a knob whose condition was false);
-    shape distributions get ``shape<i>.latency_s`` (and ``.inputs``, ``.eager_latency_s``,
+    shape distributions get ``shape<i>.latency_median_s`` (and ``.inputs``,
+    ``.eager_latency_median_s``,
     ``.speedup_vs_eager``) per input.
 
     Example:
@@ -188,7 +189,7 @@ def _row(data: StudyData, row: TrialRow) -> dict[str, Any]:
 
 
 def _per_shape(row: TrialRow) -> list[dict[str, Any]]:
-    return list((row.record.result.get("per_shape") or []) if row.record is not None else [])
+    return row.record.per_shape if row.record is not None else []
 
 
 def _knob_names(data: StudyData) -> list[str]:

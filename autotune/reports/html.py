@@ -288,7 +288,7 @@ def _slices(data: StudyData) -> go.Figure | None:
 def _per_shape(data: StudyData) -> go.Figure | None:
     import plotly.graph_objects as go
 
-    shaped = [r for r in data.records if r.result.get("per_shape") and r.duplicate_of is None]
+    shaped = [r for r in data.records if r.per_shape and r.duplicate_of is None]
     if not shaped:
         return None
     scored = [r for r in shaped if r.baseline is None and data.objective.score(r) is not None]
@@ -297,13 +297,13 @@ def _per_shape(data: StudyData) -> go.Figure | None:
     fig = go.Figure()
     eager_drawn = False
     for r in shown:
-        shapes = r.result["per_shape"]
+        shapes = r.per_shape
         names = [f"shape {i}: {s.get('inputs')}"[:60] for i, s in enumerate(shapes)]
         if not eager_drawn:
             fig.add_trace(
                 go.Bar(
                     x=names,
-                    y=[(s.get("eager_latency_s") or 0) * 1e3 for s in shapes],
+                    y=[(s.get("eager_latency_median_s") or 0) * 1e3 for s in shapes],
                     name="eager",
                     marker_color=_BASELINE_COLORS["eager"],
                 )
@@ -314,7 +314,7 @@ def _per_shape(data: StudyData) -> go.Figure | None:
         fig.add_trace(
             go.Bar(
                 x=names,
-                y=[(s.get("latency_s") or 0) * 1e3 for s in shapes],
+                y=[(s.get("latency_median_s") or 0) * 1e3 for s in shapes],
                 name=f"{_label(r)} {r.brief}"[:60],
             )
         )

@@ -11,7 +11,7 @@ from autotune._secrets import mask_url
 from autotune.reports._format import calls, ms, times
 from autotune.reports.study_report import fit
 from autotune.runtime import safety as _safety
-from autotune.runtime.config import BestConfig, CompileConfig
+from autotune.runtime.config import BestConfig, CompileConfig, current_metric_names
 
 _DYNAMIC = {
     None: "torch's default: static first, dynamic after a shape changes",
@@ -41,7 +41,7 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
         "compile": None,
         "knobs": [],
         "workload": dict(best.workload),
-        "claims": dict(best.metrics),
+        "claims": current_metric_names(best.metrics),
         "tuned_on": dict(best.environment),
         "source": _source(best.source),
         "model": dict(best.model),
@@ -209,8 +209,8 @@ def _claims(facts: dict[str, Any]) -> list[str]:
     m = facts["claims"]
     if facts["decision"] != "compile":
         lines = ["Claims: eager was not reliably beaten."]
-        if m.get("eager_latency_s"):
-            lines.append(f"  eager latency {ms(m['eager_latency_s'])}")
+        if m.get("eager_latency_median_s"):
+            lines.append(f"  eager latency {ms(m['eager_latency_median_s'])}")
         return lines
     spread = ""
     if m.get("speedup_vs_eager_q1") and m.get("speedup_vs_eager_q3"):
@@ -219,7 +219,7 @@ def _claims(facts: dict[str, Any]) -> list[str]:
     lines = [
         f"Claims: {times(m.get('speedup_vs_eager'), 2)} eager{spread}, "
         f"{times(m.get('speedup_vs_default'), 2)} default torch.compile; latency "
-        f"{ms(m.get('latency_s'))} against {ms(m.get('eager_latency_s'))} eager"
+        f"{ms(m.get('latency_median_s'))} against {ms(m.get('eager_latency_median_s'))} eager"
     ]
     cold = m.get("cold_compile_time_s", m.get("compile_time_s"))
     warm = m.get("warm_compile_time_s")

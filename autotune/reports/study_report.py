@@ -191,7 +191,7 @@ def trial_cells(row: TrialRow) -> list[str]:
 
 def shape_table(rows: Sequence[TrialRow]) -> str:
     """Latency per input shape, for studies over a shape distribution."""
-    shaped = [(row, row.record.result.get("per_shape") or []) for row in rows if row.record]
+    shaped = [(row, row.record.per_shape) for row in rows if row.record]
     shaped = [(row, shapes) for row, shapes in shaped if shapes]
     if not shaped:
         return ""
@@ -201,7 +201,10 @@ def shape_table(rows: Sequence[TrialRow]) -> str:
     head = "  " + f"{'trial':<9}" + "".join(f"{f'shape {i}':>20}" for i in range(len(names)))
     lines.append(head)
     for row, shapes in shaped:
-        cells = [f"{ms(s.get('latency_s'))} {times(s.get('speedup_vs_eager'), 2)}" for s in shapes]
+        cells = [
+            f"{ms(s.get('latency_median_s'))} {times(s.get('speedup_vs_eager'), 2)}"
+            for s in shapes
+        ]
         lines.append("  " + f"{row.label:<9}" + "".join(f"{c:>20}" for c in cells))
     return "\n".join(lines)
 

@@ -158,11 +158,11 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
 
 def claimed(best: BestConfig) -> str:
     """The winner's figures: ``12.3ms vs eager 30.2ms: 2.30x eager, 1.00x default ...``."""
-    m = best.metrics
+    m = best.metric
     return (
-        f"{_ms(m.get('latency_s'))} vs eager {_ms(m.get('eager_latency_s'))}: "
-        f"{_x(m.get('speedup_vs_eager'))} eager, {_x(m.get('speedup_vs_default'))} default "
-        f"torch.compile, compile {m.get('compile_time_s') or 0:.1f}s"
+        f"{_ms(m('latency_median_s'))} vs eager {_ms(m('eager_latency_median_s'))}: "
+        f"{_x(m('speedup_vs_eager'))} eager, {_x(m('speedup_vs_default'))} default "
+        f"torch.compile, compile {m('compile_time_s') or 0:.1f}s"
     )
 
 

@@ -39,8 +39,8 @@ def render(report: VerifyReport) -> str:
             spread(m["speedup_vs_eager"], m["speedup_vs_eager_q1"], m["speedup_vs_eager_q3"]),
         ),
         ("speedup vs default", times(c["speedup_vs_default"]), times(m["speedup_vs_default"])),
-        ("latency", ms(c["latency_s"]), ms(m["latency_s"])),
-        ("eager latency", ms(c["eager_latency_s"]), ms(m["eager_latency_s"])),
+        ("latency", ms(c["latency_median_s"]), ms(m["latency_median_s"])),
+        ("eager latency", ms(c["eager_latency_median_s"]), ms(m["eager_latency_median_s"])),
         ("compile time", seconds(c["compile_time_s"]), seconds(m["compile_time_s"], " (cold)")),
     ]
     if m["default_speedup_vs_eager"] is not None:

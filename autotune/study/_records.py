@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 from autotune.records import TrialRecord
 from autotune.runtime.config import CompileConfig
-from autotune.trials import TrialResult
+from autotune.trials import TrialFigures, TrialResult
 
 EAGER_HASH = "eager"
 
@@ -25,9 +26,8 @@ MEASUREMENTS: dict[str, Callable[[list[Any]], Any]] = {
     "peak_memory_bytes": max,
 }
 _SPEEDUPS = ("speedup_vs_eager", "speedup_vs_eager_q1", "speedup_vs_eager_q3")
-# What else a record copies from its trial's result, under the same name.
-_COPIED = ("status", "failure_kind", "error", "error_tail", "compile_time_s", "graphs",
-           "graph_breaks", "recompiles", "wall_time_s", "environment")  # fmt: skip
+# What else a record copies from its trial's result: the rest of the figures both carry.
+_COPIED = ("status", *(f.name for f in fields(TrialFigures) if f.name not in MEASUREMENTS))
 
 
 def trial_key(config: CompileConfig | None, batch_size: int | None = None) -> str:

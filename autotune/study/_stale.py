@@ -65,21 +65,17 @@ def tell_record(
 def metric_attrs(record: TrialRecord) -> dict[str, Any]:
     """autotune's measurements of a trial as Optuna user attributes, so that Optuna's own tools
     (optuna-dashboard, ``study.trials_dataframe()``) show them beside the params: the outcome,
-    times, speedups and the compile's graph counts. Figures a trial did not produce are left
-    out rather than stored as None."""
+    times, speedups and the compile's graph counts, each under the name its record gives it.
+    Figures a trial did not produce are left out rather than stored as None."""
     attrs: dict[str, Any] = {
         "status": record.failure_kind or record.status,
         "config": record.brief,
         "compile_time_s": record.compile_time_s,
-        "latency_ms": None if record.latency_median_s is None else record.latency_median_s * 1e3,
-        "eager_latency_ms": (
-            None if record.eager_latency_median_s is None else record.eager_latency_median_s * 1e3
-        ),
+        "latency_median_s": record.latency_median_s,
+        "eager_latency_median_s": record.eager_latency_median_s,
         "speedup_vs_eager": record.speedup_vs_eager,
         "speedup_vs_default": record.speedup_vs_default,
-        "peak_memory_mib": (
-            None if record.peak_memory_bytes is None else record.peak_memory_bytes / 2**20
-        ),
+        "peak_memory_bytes": record.peak_memory_bytes,
         "graphs": record.graphs,
         "graph_breaks": record.graph_breaks,
         "recompiles": record.recompiles,

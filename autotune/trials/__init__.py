@@ -18,6 +18,7 @@ from autotune.trials._spec import (
     DEFAULT_PRECISION,
     FAILURE_KINDS,
     MeasureSettings,
+    TrialFigures,
     TrialResult,
     TrialSpec,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "untrack",
     "MeasureSettings",
     "SubprocessRunner",
+    "TrialFigures",
     "TrialResult",
     "TrialRunner",
     "TrialSpec",

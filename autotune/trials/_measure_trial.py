@@ -213,8 +213,8 @@ def _per_shape(
         except TimeoutError:
             break  # the budget is spent: the sweep's figures stand, this detail does not
         shapes.append({
-            "inputs": described, "latency_s": t.compiled.median,
-            "eager_latency_s": t.eager.median, "speedup_vs_eager": t.ratio.median,
+            "inputs": described, "latency_median_s": t.compiled.median,
+            "eager_latency_median_s": t.eager.median, "speedup_vs_eager": t.ratio.median,
         })  # fmt: skip
     return shapes
 

@@ -92,11 +92,13 @@ class TrialSpec:
         return cls(**{**data, "measure": MeasureSettings(**data.get("measure", {}))})
 
 
-@dataclass
-class TrialResult:
-    """The outcome of one trial: ``status`` "ok", or "failed" with a ``failure_kind``."""
+@dataclass(kw_only=True)
+class TrialFigures:
+    """How a trial ended, what it measured and where it ran, each quantity under one name: a
+    trial's :class:`TrialResult` and the record a study keeps of it
+    (``autotune.records.TrialRecord``) both carry these fields, and every file, export and
+    report names a figure as they do (``latency_median_s``, never ``latency_s``)."""
 
-    status: str
     failure_kind: str | None = None
     error: str | None = None
     error_tail: str | None = None
@@ -104,30 +106,38 @@ class TrialResult:
     latency_median_s: float | None = None
     latency_iqr_s: float | None = None
     eager_latency_median_s: float | None = None
-    eager_latency_iqr_s: float | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_eager_q1: float | None = None
     speedup_vs_eager_q3: float | None = None
+    peak_memory_bytes: int | None = None
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    wall_time_s: float | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrialResult(TrialFigures):
+    """The outcome of one trial: ``status`` "ok", or "failed" with a ``failure_kind``; its
+    figures are :class:`TrialFigures`', and these add what only the trial itself reports."""
+
+    status: str
+    eager_latency_iqr_s: float | None = None
     speedup_vs_eager_ci_low: float | None = None  # the median's 95% confidence interval
     speedup_vs_eager_ci_high: float | None = None
     rounds: int | None = None
     calls_per_sample: int | None = None
-    peak_memory_bytes: int | None = None
-    graphs: int | None = None
-    graph_breaks: int | None = None
     graph_break_reasons: list[str] = field(default_factory=list)
-    recompiles: int | None = None
     cache: dict[str, int] = field(default_factory=dict)
     accuracy: dict[str, Any] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     model: dict[str, Any] = field(default_factory=dict)
-    environment: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # setup_s, compile_s, timing_s
     threads: int | None = None  # torch intra-op threads the trial ran with
     per_shape: list[dict[str, Any]] = field(default_factory=list)  # shape distributions only
     batch_size: int | None = None  # the batch size get_inputs was asked for, if one was
     cache_bytes_written: int | None = None  # what the trial added to the study's kernel cache
-    wall_time_s: float | None = None
     code_hash: str | None = None  # the identity of the generated code (autotune.trials._code)
     equivalent_of: int | None = None  # the trial whose identical code was timed instead
     pruned: bool = False  # timing stopped early: clearly slower than the best so far

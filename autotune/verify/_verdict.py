@@ -109,8 +109,8 @@ def _trial_dict(result: TrialResult) -> dict[str, Any]:
         "speedup_vs_eager_ci_low": result.speedup_vs_eager_ci_low,
         "speedup_vs_eager_ci_high": result.speedup_vs_eager_ci_high,
         "rounds": result.rounds,
-        "latency_s": result.latency_median_s,
-        "eager_latency_s": result.eager_latency_median_s,
+        "latency_median_s": result.latency_median_s,
+        "eager_latency_median_s": result.eager_latency_median_s,
         "compile_time_s": result.compile_time_s,
         "wall_time_s": result.wall_time_s,
     }

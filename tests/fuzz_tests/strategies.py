@@ -333,7 +333,7 @@ def best_documents() -> list[dict[str, Any]]:
         decision="compile",
         reason="1.3x over eager",
         config=regional,
-        metrics={"latency_s": 0.002, "speedup_vs_eager": 1.3, "memory": None},
+        metrics={"latency_median_s": 0.002, "speedup_vs_eager": 1.3, "memory": None},
         environment=env,
         model={"sha256": "0123456789abcdef", "parameters": 10, "root_class": "Sequential"},
         workload={"kind": "infer", "shapes": [[2, 2]]},

@@ -89,9 +89,9 @@ def test_sqlite_columns_holding_the_wrong_type_are_named(
             store.trials("s")
 
     assert info.value.problems == [
-        "brief b'\\x00': must be text",
         "latency_median_s 'fast': must be a number or null",
         "graphs 1.5: must be a whole number or null",
+        "brief b'\\x00': must be text",
         "created_at 'soon': must be a time",
     ]
 

@@ -33,7 +33,7 @@ def test_duckdb_reads_a_column_per_knob_and_the_metrics(study_storage, tmp_path,
     failed = [r for r in searched if r["status"] == "timeout"]
     assert failed and failed[0]["error"] == "compile still running after 600 s"
     ok = [r for r in searched if r["status"] == "ok" and r["duplicate_of"] is None]
-    assert all(r["shape1.latency_s"] == pytest.approx(2e-3 / 1.3) for r in ok)
+    assert all(r["shape1.latency_median_s"] == pytest.approx(2e-3 / 1.3) for r in ok)
     assert all(r["worker_pid"] is not None and r["torch_version"] for r in ok)
 
 

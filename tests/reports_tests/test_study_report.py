@@ -62,5 +62,5 @@ def test_a_pareto_study_reports_its_front_and_draws_its_page(
     text = render_report(data)
 
     assert "Pareto front of the search (latency, compile)" in text
-    assert data.metric_names == ["speedup_vs_eager", "compile_s"]
+    assert data.metric_names == ["speedup_vs_eager", "compile_time_s"]
     assert write_html(data, tmp_path / "p.html") > 20_000
