@@ -78,12 +78,19 @@ class TrialRows(HasEngine):
         self, study_name: str, searched_only: bool = True, duplicates: bool = True
     ) -> int:
         """How many trials ``study_name`` recorded (baselines excluded unless asked; with
-        ``duplicates=False``, only the trials that measured their configuration)."""
+        ``duplicates=False``, only the trials that measured their configuration: neither a
+        reused one nor one that compiled no graph, ``no_graph``)."""
         query = sa.select(sa.func.count()).where(trials_table.c.study_name == study_name)
         if searched_only:
             query = query.where(trials_table.c.baseline.is_(None))
         if not duplicates:
-            query = query.where(trials_table.c.duplicate_of.is_(None))
+            query = query.where(
+                trials_table.c.duplicate_of.is_(None),
+                sa.or_(
+                    trials_table.c.failure_kind.is_(None),
+                    trials_table.c.failure_kind != "no_graph",
+                ),
+            )
         with self._engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 

@@ -11,7 +11,12 @@ the model (never one boolean per module), so TPE can learn which granularity pay
   made the model slower when compiled alone.
 
 Whatever the probe excluded is in no candidate's compile paths, and is disabled
-(``torch.compiler.disable``) in every candidate whose compiled region holds it.
+(``torch.compiler.disable``) in every candidate whose compiled region holds it, except where
+its caller runs it in a loop: an element of an ``nn.Sequential`` or ``nn.ModuleList`` (a path
+ending in an index). Dynamo runs a frame whose loop meets a graph break eagerly, whole: on torch
+2.13, ``nn.Sequential`` compiled with one child disabled compiles no graph at all. A region
+holding such a part is compiled instead part by part around it: the parts of the tree it holds
+that do not hold the part kept eager.
 """
 
 from __future__ import annotations
@@ -153,22 +158,30 @@ def build_plan(tree: ModelTree, probes: list[ProbeResult], backend: str) -> Scop
 
 def build_candidates(tree: ModelTree, probes: list[ProbeResult]) -> list[NamedScope]:
     """Every candidate scope, deduplicated (the first name of equal scopes is kept)."""
-    verdicts = _Verdicts(probes)
+    verdicts = _Verdicts(probes, tree)
     candidates = [verdicts.named("whole", [""], "the whole model as one region")]
     candidates += _regional(tree, verdicts)
     candidates += _children(tree, verdicts)
     candidates += _whole_disable(probes, verdicts)
     unique: dict[Scope, NamedScope] = {}
     for candidate in candidates:
-        unique.setdefault(candidate.scope, candidate)
+        if candidate.scope.compile:  # one that compiles nothing would measure eager
+            unique.setdefault(candidate.scope, candidate)
+    if not unique:  # nothing compiles around what stays eager: keep the whole-model region
+        whole = verdicts.named("whole", [""], "the whole model as one region", split=False)
+        return [whole]
     return list(unique.values())
 
 
 class _Verdicts:
     """The probe results by path; builds candidates that respect them."""
 
-    def __init__(self, probes: list[ProbeResult]) -> None:
+    def __init__(self, probes: list[ProbeResult], tree: ModelTree | None = None) -> None:
         self.by_path = {path: probe for probe in probes for path in probe.paths}
+        # The parts the tree knows by path: where a region can be split around a part.
+        known = [] if tree is None else [p.path for p in (*tree.children, *tree.units)]
+        known += [] if tree is None else [path for block in tree.blocks for path in block.paths]
+        self.known = list(dict.fromkeys(known))
         self.bad = _outermost(p for probe in probes if probe.excluded for p in probe.paths)
         self.breaking = [
             p for probe in probes if probe.status == "graph_break" and probe.compilable
@@ -180,15 +193,44 @@ class _Verdicts:
         return probe is not None and probe.compilable
 
     def named(
-        self, name: str, compile_paths: list[str], note: str, eager: Iterable[str] = ()
+        self,
+        name: str,
+        compile_paths: list[str],
+        note: str,
+        eager: Iterable[str] = (),
+        split: bool = True,
     ) -> NamedScope:
         assert not set(compile_paths) & set(self.bad), (name, compile_paths)
-        disable = [b for b in _outermost([*self.bad, *eager]) if _inside(b, compile_paths)]
+        kept = _outermost([*self.bad, *eager])
+        looped = [b for b in kept if _looped(b) and _inside(b, compile_paths)]
+        if split and looped:
+            compile_paths = self.around(compile_paths, looped)
+            note += "; compiled part by part around " + _brief(looped) + " (called in a loop)"
+        disable = [b for b in kept if _inside(b, compile_paths)]
         breaks = any(_inside(b, compile_paths, itself=True) for b in self.breaking)
         if disable:
             note += "; kept eager: " + _brief(disable)
         scope = Scope(tuple(compile_paths), tuple(disable))
         return NamedScope(name, scope, fullgraph=not disable and not breaks, note=note)
+
+    def around(self, regions: list[str], looped: list[str]) -> list[str]:
+        """``regions``, each that holds a part of ``looped`` replaced by the known parts inside
+        it that hold none (a region the tree knows nothing inside of stays as it is)."""
+        paths: list[str] = []
+        for region in regions:
+            held = [p for p in looped if _inside(p, [region])]
+            inside = [p for p in self.known if _inside(p, [region])]
+            if not held or not inside:
+                paths.append(region)
+                continue
+            paths += [p for p in inside if not any(_inside(h, [p], itself=True) for h in held)]
+        return _outermost(paths)
+
+
+def _looped(path: str) -> bool:
+    """Whether ``path`` is an element of an indexed container (``nn.Sequential``,
+    ``nn.ModuleList``), which its caller runs in a loop."""
+    return path.rsplit(".", 1)[-1].isdigit()
 
 
 def _regional(tree: ModelTree, verdicts: _Verdicts) -> list[NamedScope]:

@@ -118,6 +118,7 @@ def _compile_and_time(
     facts["phases"]["compile_s"] = time.perf_counter() - started
     if target.backend is not None:
         facts["backend_conversion"] = target.backend
+    _raise_on_no_graph(config)
     report = _judge(spec, work, target.outputs)
     _raise_unless_correct(report, config, "two eager calls")
     _raise_on_recompile_storm()
@@ -217,6 +218,25 @@ def _per_shape(
             "eager_latency_median_s": t.eager.median, "speedup_vs_eager": t.ratio.median,
         })  # fmt: skip
     return shapes
+
+
+def _raise_on_no_graph(config: CompileConfig | None) -> None:
+    """A config whose compiled scope ran no graph would time eager against eager: a failure
+    here, before any timing (e.g. a scope whose compiled region Dynamo ran eagerly, whole)."""
+    from torch._dynamo import utils
+
+    if config is None or utils.counters["stats"]["unique_graphs"]:
+        return
+    scope = config.scope
+    where = "compiled: " + ", ".join(p or "<root>" for p in scope.compile[:4])
+    where += f"; kept eager: {', '.join(scope.disable[:4])}" if scope.disable else ""
+    breaks = list(utils.counters["graph_break"])
+    why = f"; first graph break: {breaks[0].splitlines()[0][:200]}" if breaks else ""
+    raise TrialFailure(
+        "no_graph",
+        f"torch.compile compiled no graph in this config's scope ({where}), so the model ran "
+        f"eagerly: the trial would measure eager under another name{why}",
+    )
 
 
 def _raise_on_recompile_storm() -> None:

@@ -19,6 +19,9 @@ FAILURE_KINDS = (
     "memory_budget",  # ran and matched eager, but its peak memory broke --memory-budget
     "latency_budget",  # ran and matched eager, but one call took longer than --max-latency-ms
     "recompile_storm",  # hit Dynamo's recompile limit: new shapes silently ran eager
+    # torch.compile compiled no graph in the config's scope: the trial would measure eager
+    # under another name (it is not timed, and does not count against --trials)
+    "no_graph",
     # a backend left some of the model to another (OpenVINO: ops or whole graphs run by torch
     # or Inductor): whatever it measured is not that backend's result
     "backend_fallback",

@@ -4,6 +4,7 @@ import dataclasses
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -238,3 +239,18 @@ def test_per_shape_figures_recorded_before_the_rename_read_by_todays_names(
                                "speedup_vs_eager": 2.0}]  # fmt: skip
     assert read.result["per_shape"] == [old]  # the row stays as written
     assert TrialRecord(1, config={}, config_hash="g", brief="", status="ok").per_shape == []
+
+
+def test_a_trial_that_compiled_no_graph_does_not_count_against_the_budget(
+    store: RecordStore,
+) -> None:
+    def record(number: int, **kw: Any) -> TrialRecord:
+        return TrialRecord(number, config={}, config_hash=f"h{number}", brief="", **kw)
+
+    store.add_trial("s", record(0, status="ok", baseline="eager"))
+    store.add_trial("s", record(1, status="ok"))
+    store.add_trial("s", record(2, status="failed", failure_kind="no_graph", error="none"))
+    store.add_trial("s", record(3, status="failed", failure_kind="timeout", error="slow"))
+    store.add_trial("s", record(4, status="ok", duplicate_of=1))
+    assert store.count_trials("s", duplicates=False) == 2  # 1 measured, 3 failed timing out
+    assert store.count_trials("s") == 4

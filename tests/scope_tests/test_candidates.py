@@ -108,16 +108,36 @@ def test_a_broken_unit_lends_its_healthy_blocks_to_the_children_candidate():
     assert by_name(plan)["regional:Layer"] == Scope(layers)
 
 
-def test_a_broken_block_class_is_disabled_inside_the_units_that_hold_it():
+def test_a_broken_block_class_in_a_loop_leaves_its_region_compiled_around_it():
+    """encoder.layer.N are elements of a ModuleList: encoder's loop would meet the disabled
+    layers and run eager whole, so no region holds them; the parts around them compile."""
     probes = healthy_probes()
     probes[0] = layer_probe("compile_error")
     plan = build_plan(tree(), probes, "inductor")
-    layers = tuple(f"encoder.layer.{i}" for i in range(4))
     assert not any(name.startswith("regional") for name in plan.names)
-    children = plan.candidate("children")
-    assert children.scope == Scope(("embed", "encoder", "chatty", "bad", "head"), layers)
-    assert not children.fullgraph
-    assert by_name(plan)["whole"] == Scope(("",), layers)
+    whole = plan.candidate("whole")
+    assert whole.scope == Scope(("embed", "chatty", "bad", "head"))
+    assert "compiled part by part around encoder.layer.0" in whole.note
+    assert "children" not in plan.names  # the same scope: kept once, as "whole"
+
+
+def test_a_broken_part_outside_any_loop_is_disabled_inside_the_region_that_holds_it():
+    """A named (not indexed) part is called once from straight-line code: the graph breaks
+    around it and the rest of the region stays compiled."""
+    layers = tuple(ModulePart(f"encoder.layer.{i}", "Layer", 10, 1, 0.2) for i in range(4))
+    attention = tuple(ModulePart(f"encoder.layer.{i}.attn", "Attn", 5, 1, 0.1) for i in range(4))
+    units = tuple(ModulePart(p, "Part", 1, 1, 0.01) for p in ("embed", "encoder", "head"))
+    blocks = (BlockClass("Layer", layers), BlockClass("Attn", attention))
+    probes = [
+        probe("Layer", paths=tuple(p.path for p in layers)),
+        probe("Attn", "compile_error", paths=tuple(p.path for p in attention)),
+        *(probe(p) for p in ("embed", "encoder", "head")),
+    ]
+    plan = build_plan(ModelTree("Net", 100, units, units, blocks, 1e-3), probes, "inductor")
+    assert by_name(plan)["whole"] == Scope(("",), tuple(p.path for p in attention))
+    assert by_name(plan)["regional:Layer"] == Scope(
+        tuple(p.path for p in layers), tuple(p.path for p in attention)
+    )
 
 
 def test_parts_that_were_reliably_slower_compiled_alone_may_be_kept_eager():

@@ -11,7 +11,8 @@ import torch
 from procs import procs_with
 from torch._dynamo.utils import counters
 
-from autotune.runtime.config import CompileConfig
+from autotune.runtime.apply import compile_module
+from autotune.runtime.config import CompileConfig, Scope
 from autotune.scope import ProbeResult, ScopePlan, build_candidates, plan_scopes, probe_targets
 from autotune.scope._analysis import analyze_module
 from autotune.trials import MeasureSettings, SubprocessRunner, TrialResult, TrialSpec
@@ -180,3 +181,49 @@ def test_a_part_whose_backward_breaks_the_graph_is_caught_by_a_train_studys_prob
     assert status["train"]["Block"] == "ok"
     whole = {w: next(c for c in plan.candidates if c.name == "whole") for w, plan in plans.items()}
     assert whole["infer"].fullgraph and not whole["train"].fullgraph
+
+
+def test_a_part_kept_eager_in_the_convnets_sequential_leaves_the_rest_compiled():
+    """Found by the README's first search: on studies/convnet.py (an nn.Sequential) the plan
+    offered "the whole model with 5 kept eager", and the trial compiled no graph at all
+    (Dynamo runs a frame whose loop meets a graph break eagerly, whole). The plan now compiles
+    the parts around 5, and each compiles."""
+    module = load_model_file(Path(__file__).parents[2] / "studies" / "convnet.py")
+    model = build_model(module, "cpu").eval()
+    (x,) = build_calls(module, "cpu")[0].args
+    tree = analyze_module(model)
+    slower = {"5"}  # AdaptiveAvgPool2d, slower compiled alone in the README's run
+    probes = [
+        ProbeResult(t.name, t.kind, t.paths, "ok", True,
+                    speedup_vs_eager_q3=0.8 if t.name in slower else 1.3)
+        for t in probe_targets(tree)
+    ]  # fmt: skip
+    candidate = ScopePlan(build_candidates(tree, probes)).candidate("whole-disable:5")
+    assert candidate.scope.compile == ("0", "1", "2", "3", "4", "6", "7")
+    assert candidate.scope.disable == ()
+
+    def graphs(config: CompileConfig) -> int:
+        torch._dynamo.reset()
+        counters.clear()
+        compiled = compile_module(build_model(module, "cpu").eval(), config)
+        with torch.no_grad():
+            compiled(x)
+        return int(counters["stats"]["unique_graphs"])
+
+    # the pitfall, as torch runs it: the whole model compiled with 5 disabled compiles nothing
+    assert graphs(CompileConfig(backend="aot_eager", scope=Scope(("",), ("5",)))) == 0
+    assert graphs(CompileConfig(backend="aot_eager", scope=candidate.scope)) == 7
+
+
+def test_a_trial_whose_scope_compiles_no_graph_is_a_no_graph_failure_not_a_timing():
+    """Where only the compile tells (a scope the plan could not judge), the trial stops
+    before timing: it would measure eager under another name."""
+    config = CompileConfig(backend="aot_eager", scope=Scope(("",), ("5",)))
+    convnet = Path(__file__).parents[2] / "studies" / "convnet.py"
+    spec = TrialSpec(str(convnet), "cpu", config.to_dict(), budget_s=60.0, measure=FAST)
+    result = SubprocessRunner().run(spec)
+    assert (result.status, result.failure_kind) == ("failed", "no_graph"), result.error_tail
+    assert "compiled no graph in this config's scope (compiled: <root>; kept eager: 5)" in (
+        result.error or ""
+    )
+    assert result.latency_median_s is None and result.speedup_vs_eager is None
