@@ -89,7 +89,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         kind="positive_int",
         default=5,
         metavar="K",
-        help=("how many of its best configs --warm-start-from queues (default 5)"),
+        help=("how many of its best configs --warm-start-from queues"),
     ),
     Option(
         "--effort",

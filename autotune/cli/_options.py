@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from autotune._search_options import BY_FLAG, DEFAULT_STORAGE, STORAGE_ENV
+from autotune._secrets import mask_url
 from autotune.cli import _argtypes as argtypes
 from autotune.errors import UsageError
 
@@ -214,8 +215,34 @@ def trial_runner() -> TrialRunner | None:
     return made
 
 
-def add_study(p: argparse.ArgumentParser, help: str) -> None:
-    add(p, "--study", required=True, help=help)
+def add_study(p: argparse.ArgumentParser, help: str, only: bool = False) -> None:
+    """``--study``; with ``only``, it may be left out when the storage holds one study (read
+    it with :func:`study`)."""
+    if only:
+        add(p, "--study", help=f"{help} (default: the storage's study, when it holds one)")
+    else:
+        add(p, "--study", required=True, help=help)
+
+
+def study(args: argparse.Namespace) -> str:
+    """``--study``, or the one study the storage holds."""
+    if args.study:
+        return str(args.study)
+    from autotune.reports import study_names
+
+    url = storage(args)
+    names = study_names(url)
+    if len(names) == 1:
+        return names[0]
+    held = (
+        f"holds {len(names)} studies ({', '.join(names[:10])}{', ...' if len(names) > 10 else ''})"
+        if names
+        else "holds no study"
+    )
+    raise UsageError(
+        f"--study is needed: the storage {mask_url(url)} {held}; name one with --study NAME "
+        "(`autotune studies` lists them)."
+    )
 
 
 def add_for_device(p: argparse.ArgumentParser) -> None:

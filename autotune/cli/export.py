@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "did not draw it), per-shape latency (shapeI.latency_median_s), the environment, the "
         "worker and timestamps.",
     )
-    options.add_study(p, "the study to export")
+    options.add_study(p, "the study to export", only=True)
     options.add_storage(p)
     p.add_argument(
         "--format", choices=("parquet", "csv"),
@@ -42,9 +42,10 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or _format_of(args.out)
     options.require_folder("--out", args.out)
     out = Path(args.out)
-    data = load_study_data(options.storage(args), args.study, importance=False)
+    study = options.study(args)
+    data = load_study_data(options.storage(args), study, importance=False)
     rows = export_study(data, out, fmt)
-    print(f"Wrote {rows} trials of study {args.study!r} to {args.out} ({fmt}).")
+    print(f"Wrote {rows} trials of study {study!r} to {args.out} ({fmt}).")
     for note in data.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0

@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "make it now, the Pareto front, failures by kind and knob importance. Nothing is "
         "measured or changed.",
     )
-    options.add_study(p, "the study to report on")
+    options.add_study(p, "the study to report on", only=True)
     options.add_storage(p)
     p.add_argument(
         "--html", metavar="PATH",
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.html:
         options.require_folder("--html", args.html)
-    data = load_study_data(options.storage(args), args.study)
+    data = load_study_data(options.storage(args), options.study(args))
     width = args.width or max(120, shutil.get_terminal_size((160, 40)).columns)
     print(render_report(data, width), flush=True)
     if args.html:

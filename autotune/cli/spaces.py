@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autotune import _toml as toml_file
 from autotune.cli import _options as options
 
 if TYPE_CHECKING:
@@ -21,9 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "spaces",
         help="list, show or check search spaces",
         description="Without options, list the built-in search spaces. Spaces are validated "
-        "against the installed torch, for --device (default: the space's own device for a "
-        "built-in cpu/cuda space, else cuda if available); checking a space for cuda needs "
-        "no GPU.",
+        "against the installed torch, for --device (default: the device a space is named "
+        "after, as the built-in cpu and cuda spaces and search_spaces/cuda.toml are, else cuda "
+        "if available); checking a space for cuda needs no GPU.",
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument(
@@ -142,9 +144,25 @@ def _toml(value: Any) -> str:
 
 
 def _device(given: str | None, space: str) -> str:
-    """A built-in space named after a device is checked for it; anything else for this
-    machine's device."""
+    """A space named after a device (a built-in one, or a file whose ``name`` or file name is
+    ``cpu`` or ``cuda``, like ``search_spaces/cuda.toml``) is checked for it; anything else for
+    this machine's device."""
     from autotune.pipeline import resolve_device
 
-    own = space if space in ("cpu", "cuda") else None
-    return resolve_device(given, fallback=own, remedy="", require_cuda=False)
+    return resolve_device(given, fallback=_named_device(space), remedy="", require_cuda=False)
+
+
+def _named_device(space: str) -> str | None:
+    """The device a space is named after, if any; None for a file that cannot be read (the
+    space's loader then says why)."""
+    if space in ("cpu", "cuda"):
+        return space
+    path = Path(space)
+    try:
+        name = toml_file.loads(path.read_bytes()).get("name")
+    except (OSError, ValueError, RecursionError):
+        return None
+    for candidate in (name, path.stem):
+        if candidate in ("cpu", "cuda"):
+            return str(candidate)
+    return None

@@ -197,3 +197,21 @@ def _line(f: Finalist) -> str:
         f"({f.warm.speedup_vs_eager:.2f}x): {pooled.speedup_vs_eager:.2f}x eager "
         f"({pooled.speedup_vs_eager_q1:.2f}-{pooled.speedup_vs_eager_q3:.2f})"
     )
+
+
+def imprecise_round(finalists: list[Finalist], target: float | None) -> str:
+    """``"; the finalists' medians were known to +-5.7% to +-25.4% ..."``, for a round whose
+    timing stopped (at its time cap) before a finalist's median speedup was known to
+    ``target``; ``""`` for a round that reached it, or none."""
+    reached = [
+        p for f in finalists if f.ok for p in (f.cold.speedup_precision, f.warm.speedup_precision)
+        if p is not None
+    ]  # fmt: skip
+    if not target or not reached or max(reached) <= target:
+        return ""
+    return (
+        f"; mind the noise: the finalists' medians were known to ±{min(reached):.1%} to "
+        f"±{max(reached):.1%}, short of the ±{target:.1%} asked for (--precision), so the "
+        "machine was busy or the model's latency varies; re-measure them on a quiet machine "
+        "(autotune finalize --remeasure) before relying on this choice"
+    )

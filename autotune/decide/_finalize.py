@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from autotune._deadline import Deadline, DeadlineReached
 from autotune.decide._best import best_config
-from autotune.decide._finalists import Finalist, pick_finalists, remeasure
+from autotune.decide._finalists import Finalist, imprecise_round, pick_finalists, remeasure
 from autotune.decide._pick import pareto_finalists, pick_from_front
 from autotune.decide._presets import measured_presets
 from autotune.errors import UsageError
@@ -327,11 +327,14 @@ def _decide(
     storage: str,
     finalists: list[Finalist] | None,
 ) -> Decision:
+    noise = imprecise_round(finalists or [], settings.finalist_precision)
     if not settings.pareto:
         best = best_config(records, settings, study, storage, finalists=finalists)
+        best.reason += noise
         return Decision(best, records, finalists)
     rule = PickRule.parse(settings.pick or "fastest")
     picked = pick_from_front(records, settings, study, storage, rule, finalists=finalists)
+    picked.best.reason += noise
     return Decision(picked.best, records, finalists, front=picked.front, chosen=picked.chosen)
 
 

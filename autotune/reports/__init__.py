@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         knob_importance,
         list_studies,
         load_study_data,
+        study_names,
     )
     from autotune.reports.export import export_study, study_table
     from autotune.reports.html import write_html
@@ -36,6 +37,7 @@ _LAZY = {
     "knob_importance": ("_study", "knob_importance"),
     "list_studies": ("_study", "list_studies"),
     "load_study_data": ("_study", "load_study_data"),
+    "study_names": ("_study", "study_names"),
     "export_study": ("export", "export_study"),
     "study_table": ("export", "study_table"),
     "write_html": ("html", "write_html"),
@@ -60,6 +62,7 @@ __all__ = [
     "load_study_data",
     "render_report",
     "render_studies",
+    "study_names",
     "study_table",
     "write_html",
 ]

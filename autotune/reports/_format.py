@@ -6,8 +6,14 @@ import math
 
 
 def ms(seconds: float | None, digits: int = 4) -> str:
-    """``0.00123`` -> ``1.23ms``; ``-`` for nothing."""
-    return "-" if seconds is None else f"{seconds * 1e3:.{digits}g}ms"
+    """``0.00123`` -> ``1.23ms``, ``digits`` significant digits, never in exponent form
+    (``0.1108`` with 2 digits is ``111ms``, not ``1.1e+02ms``); ``-`` for nothing."""
+    if seconds is None:
+        return "-"
+    text = f"{seconds * 1e3:.{digits}g}"
+    if "e+" in text:  # more integer digits than significant ones
+        text = f"{seconds * 1e3:.0f}"
+    return text + "ms"
 
 
 def seconds(value: float | None, suffix: str = "") -> str:

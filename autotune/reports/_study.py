@@ -254,12 +254,21 @@ def list_studies(storage: str) -> list[StudyData]:
         StorageError: The storage cannot be opened (a SQLite file that does not exist).
         StudyRowError: A study's settings row breaks autotune's rules.
     """
+    return [load_study_data(storage, name, importance=False) for name in study_names(storage)]
+
+
+def study_names(storage: str) -> list[str]:
+    """The names of the autotune studies in ``storage``, oldest first; none when the storage
+    has no autotune tables. Nothing is created or written.
+
+    Raises:
+        StorageError: The storage cannot be opened (a SQLite file that does not exist).
+    """
     try:
         with RecordStore(storage, read_only=True) as store:
-            names = store.study_names()
+            return store.study_names()
     except EmptyStorageError:
         return []
-    return [load_study_data(storage, name, importance=False) for name in names]
 
 
 def _rows(trials: list[FrozenTrial], records: dict[int, TrialRecord]) -> list[TrialRow]:

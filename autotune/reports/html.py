@@ -258,9 +258,15 @@ def _importance(data: StudyData) -> go.Figure | None:
 
 
 def _slice_note(data: StudyData) -> str:
+    which = (
+        f"the {_SLICE_KNOBS} most important knobs"
+        if data.importance
+        else f"the first {_SLICE_KNOBS} knobs by name: no importance to rank them by, "
+        f"{data.importance_note}"
+    )
     return (
-        f"The {_score_name(data)} of every search trial against each knob's value (the "
-        f"{_SLICE_KNOBS} most important knobs); drawn by optuna.visualization.plot_slice."
+        f"The {_score_name(data)} of every search trial against each knob's value ({which}); "
+        "drawn by optuna.visualization.plot_slice."
     )
 
 

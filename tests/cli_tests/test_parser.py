@@ -3,6 +3,8 @@ usage with a "did you mean", and numbers checked before anything runs."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from autotune.cli import COMMANDS, build_parser, main
@@ -64,6 +66,13 @@ def test_search_help_shows_the_defaults_and_the_builtin_spaces(capsys, shown):
 def test_options_off_unless_given_show_no_default(capsys):
     text = _help(capsys, "search")
     assert "(default: None)" not in text and "(default: False)" not in text
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_no_option_states_its_default_twice(capsys, command):
+    """--warm-start-top said "(default 5) (default: 5)": the formatter adds the default, so an
+    option's own help never states it."""
+    assert not re.search(r"\(default[^)]*\) \(default", _help(capsys, command))
 
 
 def test_verify_help_says_the_seed_comes_from_the_file(capsys):

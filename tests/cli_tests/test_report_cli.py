@@ -4,6 +4,7 @@ Optuna's own API sees autotune's metrics on the trials."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import duckdb
@@ -132,3 +133,34 @@ def test_a_mistyped_sqlite_path_is_refused_and_not_created(tmp_path, capsys):
     assert main(["studies", "--storage", f"sqlite:///{missing}"]) == 2
 
     assert "does not exist" in capsys.readouterr().err and not missing.exists()
+
+
+def test_report_and_export_take_the_storages_only_study_without_study(searched, capsys, tmp_path):
+    """`autotune report` demanded --study of a storage that holds exactly one."""
+    folder, storage = searched
+    capsys.readouterr()
+    assert main(["report", "--storage", storage, "--width", "150"]) == 0
+    assert "Decision (as `autotune finalize` would make it now" in capsys.readouterr().out
+    out = tmp_path / "trials.csv"
+    assert main(["export", "--storage", storage, "--out", str(out), "--format", "csv"]) == 0
+    assert f"of study {STUDY!r}" in capsys.readouterr().out and out.stat().st_size > 0
+
+
+def test_without_study_a_storage_of_several_or_none_names_them(searched, capsys, tmp_path):
+    folder, storage = searched
+    two = tmp_path / "two.db"
+    with sqlite3.connect(folder / "autotune.db") as source, sqlite3.connect(two) as copy:
+        source.backup(copy)  # the write-ahead log too
+    from autotune.records import RecordStore
+
+    other = optuna.create_study(study_name="other", storage=f"sqlite:///{two}")
+    with RecordStore(f"sqlite:///{two}") as store:
+        store.save_study("other", other._study_id, store.study_settings(STUDY))
+    capsys.readouterr()
+    assert main(["report", "--storage", f"sqlite:///{two}"]) == 2
+    err = capsys.readouterr().err
+    assert "--study is needed" in err and "holds 2 studies (s, other)" in err
+    empty = tmp_path / "empty.db"
+    optuna.create_study(storage=f"sqlite:///{empty}", study_name="plain")
+    assert main(["report", "--storage", f"sqlite:///{empty}"]) == 2
+    assert "holds no study" in capsys.readouterr().err

@@ -85,3 +85,17 @@ def test_search_passes_allow_numerics_changes_to_the_space(model_file, space_fil
     stored = build_request(args).settings.space
     assert ("numerics" in stored) is allow
     assert stored.get("allow_numerics_changes", False) is allow
+
+
+@pytest.mark.parametrize("path", ["search_spaces/cuda.toml", "search_spaces/cpu.toml"])
+def test_a_space_file_named_after_a_device_is_checked_for_it(capsys, path):
+    """`spaces --check search_spaces/cuda.toml` checked the cuda space for this machine's CPU
+    unless --device cuda was added."""
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    assert main(["spaces", "--check", str(root / path)]) == 0
+    device = Path(path).stem
+    assert f"(space '{device}' on {device}, torch " in capsys.readouterr().out
+    assert main(["spaces", "--check", str(root / path), "--device", "cpu"]) == 0
+    assert "on cpu, torch " in capsys.readouterr().out  # --device still decides

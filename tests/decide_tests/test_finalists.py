@@ -102,3 +102,66 @@ def test_finalists_are_held_to_the_gate_their_search_trial_was_held_to():
     loose = replace(searched(3), result={"accuracy": {"relaxed": True}})
     remeasure([loose, searched(1, baseline="default")], SETTINGS, runner=runner)
     assert runner.relaxed == {"m3": True, "m1": False}
+
+
+def _known_to(precision: float, speedup: float = 2.0) -> TrialResult:
+    half = precision * speedup
+    return TrialResult(
+        status="ok", speedup_vs_eager=speedup, speedup_vs_eager_ci_low=speedup - half,
+        speedup_vs_eager_ci_high=speedup + half, rounds=40,
+    )  # fmt: skip
+
+
+def test_a_round_short_of_its_precision_says_so_with_the_range_it_reached():
+    """On a busy machine finalists ended at +-5.7% to +-25.4% of a +-2% target, and the
+    decision rested on them without a word."""
+    from autotune.decide._finalists import Finalist, imprecise_round
+
+    busy = [
+        Finalist(searched(3), _known_to(0.057), _known_to(0.09)),
+        Finalist(searched(1, "default"), _known_to(0.254), _known_to(0.1)),
+    ]
+    note = imprecise_round(busy, 0.02)
+    assert note.startswith(
+        "; mind the noise: the finalists' medians were known to ±5.7% to ±25.4%"
+    )
+    assert "short of the ±2.0% asked for (--precision)" in note
+    assert "autotune finalize --remeasure" in note
+    quiet = [Finalist(searched(3), _known_to(0.012), _known_to(0.019))]
+    assert imprecise_round(quiet, 0.02) == ""
+    assert imprecise_round(busy, None) == "" and imprecise_round([], 0.02) == ""
+    failed = Finalist(searched(4), TrialResult.failed("timeout", "slow"), _known_to(0.5))
+    assert imprecise_round([failed, *quiet], 0.02) == ""  # a failed finalist was not decided on
+
+
+def test_the_decision_of_an_imprecise_round_says_so_in_its_reason(tmp_path, monkeypatch):
+    import json
+    from pathlib import Path
+
+    import scripted
+
+    from autotune.cli import main
+    from autotune.reports import load_study_data, render_report
+
+    def noisy(spec: TrialSpec) -> TrialResult:
+        result = scripted.ok(1.0 if spec.config is None else 1.5)
+        half = 0.1 * (result.speedup_vs_eager or 1.0)  # +-10% where +-2% was asked
+        result.speedup_vs_eager_ci_low = (result.speedup_vs_eager or 1.0) - half
+        result.speedup_vs_eager_ci_high = (result.speedup_vs_eager or 1.0) + half
+        return result
+
+    scripted.use(monkeypatch, noisy)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    storage = f"sqlite:///{tmp_path}/s.db"
+    code = main([
+        "search", str(fixtures / "models" / "tiny.py"), "--space",
+        str(fixtures / "spaces" / "aot_eager_16.toml"), "--trials", "3", "--storage", storage,
+        "--study", "s", "--out", str(tmp_path / "best.json"), "--device", "cpu",
+        "--finalists", "1", "--measure-seconds", "0.2", "--scope", "whole",
+    ])  # fmt: skip
+    assert code == 0
+    reason = json.loads((tmp_path / "best.json").read_text())["reason"]
+    assert "mind the noise: the finalists' medians were known to ±10.0% to ±10.0%" in reason
+    report = render_report(load_study_data(storage, "s", importance=False), 200)
+    assert "mind the noise" in report

@@ -105,3 +105,17 @@ def test_a_page_that_fails_to_write_leaves_the_existing_page_whole(
 
     assert path.read_text() == "<html>the report of yesterday</html>"
     assert [p.name for p in path.parent.iterdir()] == ["report.html"]
+
+
+def test_the_slices_say_most_important_only_when_importance_ranked_them(study_storage, tmp_path):
+    """With importance not computed (fewer than 3 search trials, or not asked for), the page
+    said "the 8 most important knobs" over knobs sorted by name."""
+    ranked = load_study_data(study_storage, STUDY)
+    unranked = load_study_data(study_storage, STUDY, importance=False)
+    assert ranked.importance and not unranked.importance
+    for data, says in ((ranked, True), (unranked, False)):
+        path = tmp_path / f"{says}.html"
+        write_html(data, path)
+        text = path.read_text()
+        assert ("the 8 most important knobs" in text) is says
+        assert ("the first 8 knobs by name: no importance to rank them by" in text) is not says

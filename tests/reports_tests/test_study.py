@@ -128,3 +128,30 @@ def test_a_password_in_the_storage_url_shows_nowhere_in_what_the_reports_print(
     assert f"{study_storage}?password=***&sslpassword=***" in printed
     assert "hunter2" not in printed and "k3yk3y" not in printed
     assert load_study_data(url, STUDY, importance=False).storage.endswith("password=***")
+
+
+def test_studies_says_what_the_file_ships_beside_the_best_searched(study_storage):
+    """`autotune studies` showed "best vs eager 2.31x (#3)" where the file shipped default
+    compile at 1.62x: it now shows both."""
+    import dataclasses
+
+    from autotune.reports import render_studies
+
+    (data,) = list_studies(study_storage)
+    best = data.best()
+    assert best is not None and data.decision is not None
+    default = next(r for r in data.records if r.baseline == "default")
+    made = data.decision.best
+    ships_default = dataclasses.replace(
+        made,
+        config=made.config,
+        source={**made.source, "trial": default.trial_number},
+        metrics={**made.metrics, "speedup_vs_eager": 1.62},
+    )
+    decided = dataclasses.replace(
+        data, decision=dataclasses.replace(data.decision, best=ships_default)
+    )
+    header, row = render_studies([decided]).splitlines()[:2]
+    assert "best searched" in header and "the file ships" in header
+    assert f"{best.speedup_vs_eager:.2f}x (#{best.trial_number})" in row
+    assert f"1.62x (#{default.trial_number}, default compile)" in row
