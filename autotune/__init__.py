@@ -6,7 +6,11 @@ Production needs two calls and only torch::
 
     model = autotune.apply(model, "best_config.json")
 
-``import autotune`` itself imports neither torch nor the search's dependencies.
+``import autotune`` itself imports neither torch nor the search's dependencies. To tune from
+Python (a notebook, a training script)::
+
+    result = autotune.tune(model, (x,), device="cuda", trials=20)
+    model = result.apply(model)
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from autotune.runtime.config import (
 
 if TYPE_CHECKING:
     from autotune.runtime.apply import apply
+    from autotune.tuning import TuneResult, tune
 
-__version__ = "0.1.0"
+from autotune._version import VERSION as __version__
 
 __all__ = [
     "BestConfig",
@@ -38,10 +43,12 @@ __all__ = [
     "EnvironmentMismatchWarning",
     "Scope",
     "ScopeError",
+    "TuneResult",
     "UnsafeKnobError",
     "__version__",
     "apply",
     "load",
+    "tune",
 ]
 
 
@@ -51,4 +58,8 @@ def __getattr__(name: str) -> Any:
         from autotune.runtime.apply import apply
 
         return apply
+    if name in ("tune", "TuneResult"):  # the search: Optuna, SQLAlchemy, the trial runners
+        import autotune.tuning
+
+        return getattr(autotune.tuning, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

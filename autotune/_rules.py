@@ -1,5 +1,5 @@
 """The rules a setting's value follows, stated once: the command line's argument types
-(:mod:`autotune.cli._argtypes`) and a study's settings read back from its storage
+(:mod:`autotune._argtypes`) and a study's settings read back from its storage
 (:mod:`autotune.study._stored`) both check with these, in the same words.
 
 Each rule takes a value of its type and returns it, or raises :class:`RuleError` whose message

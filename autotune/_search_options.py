@@ -7,9 +7,11 @@ are these options. Standard library only."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any
 
+from autotune import _argtypes as argtypes
 from autotune._settings_table import DEFAULT, EFFORTS, MEASURE_SECONDS
 
 STORAGE_ENV = "AUTOTUNE_STORAGE"
@@ -402,3 +404,24 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
 )
 
 BY_FLAG = {option.flag: option for option in SEARCH_OPTIONS}
+
+
+def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
+    """Adds the option ``flag`` as ``autotune search`` defines it (this table: type, default,
+    metavar, choices, help); ``overrides`` replace what this subcommand says
+    differently (usually ``help``)."""
+    option = BY_FLAG[flag]
+    kwargs: dict[str, Any] = {"dest": option.name, "help": option.help}
+    if option.action is not None:
+        kwargs["action"] = option.action
+    else:
+        if option.kind is not None:
+            kwargs["type"] = getattr(argtypes, option.kind)
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        if option.default is not None:
+            kwargs["default"] = option.default
+        if option.metavar is not None:
+            kwargs["metavar"] = option.metavar
+    kwargs.update(overrides)
+    p.add_argument(flag, **kwargs)

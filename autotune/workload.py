@@ -18,6 +18,13 @@ A model file is a Python file that defines:
 The parent of trials only imports the file and checks that both functions exist (it must not
 touch CUDA); building the model and its inputs happens in the trial child, which reports a
 broken contract as the failure kind ``model_error``.
+
+``autotune.tune(model, inputs)`` hands trials a *model bundle* instead
+(:func:`autotune._bundle.write_bundle`):
+one ``.pt`` file the study owns, holding the model (or a factory), its example inputs and the
+optional functions above, pickled with cloudpickle (a class defined in a notebook cell or in
+``__main__`` travels by value) and saved with ``torch.save`` (the weights as tensors, once).
+A bundle is code like a model file: hashed like one, and run only where a model file would be.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ METRIC = "accuracy"  # the task metric an accuracy contract may name
 DEFAULT_LEARNING_RATE = 1e-3
 
 LossFn = Callable[[Any, Any], "torch.Tensor"]
+BUNDLE_SUFFIX = ".pt"
+BUNDLE_FORMAT = "autotune.model-bundle/1"
 
 
 class WorkloadError(UsageError):
@@ -64,8 +73,13 @@ class Call:
 
 
 def load_model_file(path: str | Path) -> ModuleType:
-    """Imports a model file and checks that it defines the required functions."""
+    """Imports a model file and checks that it defines the required functions; a model bundle
+    (``*.pt``, :func:`write_bundle`) is read on the first call of one of them."""
     file = Path(path).resolve()
+    if file.suffix == BUNDLE_SUFFIX and file.is_file():
+        from autotune._bundle import bundle_module
+
+        return bundle_module(file)
     if file.is_dir():
         examples = sorted(p.name for p in file.glob("*.py"))[:4]
         found = f" (it holds {', '.join(examples)})" if examples else ""
@@ -89,7 +103,7 @@ def load_model_file(path: str | Path) -> ModuleType:
         spec.loader.exec_module(module)
     except BaseException as exc:  # noqa: B036 - a model file may even call sys.exit
         raise WorkloadError(
-            f"The model file {file} failed to import: {_one_line(exc)}. Fix the file so that "
+            f"The model file {file} failed to import: {one_line(exc)}. Fix the file so that "
             f"`python {file}` runs without error (run with --debug for the traceback)."
         ) from exc
     finally:
@@ -153,7 +167,7 @@ def accuracy_metric(module: ModuleType) -> Callable[[Any, Any], float] | None:
             return float(value)
         except Exception as exc:
             raise WorkloadError(
-                f"{METRIC}(output, reference) in {module.__file__} raised {_one_line(exc)}; it "
+                f"{METRIC}(output, reference) in {module.__file__} raised {one_line(exc)}; it "
                 "must return a number (a float, or a one-element tensor). Fix the model file."
             ) from exc
 
@@ -183,7 +197,7 @@ def loss_function(module: ModuleType) -> LossFn:
             raise
         except Exception as exc:
             raise WorkloadError(
-                f"{what} in {module.__file__} raised {_one_line(exc)}. Fix the model file "
+                f"{what} in {module.__file__} raised {one_line(exc)}. Fix the model file "
                 "(run with --debug for the traceback)."
             ) from exc
         _check_loss(module, what, value)
@@ -235,7 +249,7 @@ def build_optimizer(module: ModuleType, model: torch.nn.Module) -> torch.optim.O
             optimizer = factory(model)
     except Exception as exc:
         raise WorkloadError(
-            f"{what} for the model of {module.__file__} raised {_one_line(exc)}. A train "
+            f"{what} for the model of {module.__file__} raised {one_line(exc)}. A train "
             "workload needs a model with parameters and an optimizer over them; fix "
             "get_model or define get_optimizer(model) (run with --debug for the traceback)."
         ) from exc
@@ -298,7 +312,7 @@ def _call(module: ModuleType, fn: str, device: str, *more: Any) -> Any:
         return getattr(module, fn)(device, *more)
     except Exception as exc:
         raise WorkloadError(
-            f"{fn}({shown}) in {module.__file__} raised {_one_line(exc)}. Fix the model file "
+            f"{fn}({shown}) in {module.__file__} raised {one_line(exc)}. Fix the model file "
             "(run with --debug for the traceback)."
         ) from exc
 
@@ -353,7 +367,7 @@ def _tensor_leaves(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensor_leaves(getattr(value, field.name))
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     first = text.splitlines()[-1] if text else type(exc).__name__
     return first if len(first) <= 300 else first[:297] + "..."

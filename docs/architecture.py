@@ -9,8 +9,8 @@ from __future__ import annotations
 import grimp  # comes with import-linter (the dev extra)
 
 PACKAGES = [
-    "cli", "reports", "pipeline", "verify", "decide", "ship", "study", "scope", "records",
-    "trials", "space", "measure", "workload", "runtime",
+    "cli", "tuning", "reports", "pipeline", "verify", "decide", "ship", "study", "scope",
+    "records", "trials", "space", "measure", "workload", "runtime",
 ]  # fmt: skip
 
 

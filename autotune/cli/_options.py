@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import os
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from autotune._search_options import BY_FLAG, DEFAULT_STORAGE, STORAGE_ENV
+from autotune._search_options import BY_FLAG, DEFAULT_STORAGE, STORAGE_ENV, add
 from autotune._secrets import mask_url
-from autotune.cli import _argtypes as argtypes
 from autotune.errors import UsageError
 
 if TYPE_CHECKING:
@@ -84,27 +82,6 @@ def add_subcommand(
     parser = sub.add_parser(name, help=help, description=description)
     assert isinstance(parser, Parser)
     return parser
-
-
-def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
-    """Adds the option ``flag`` as ``autotune search`` defines it (:mod:`autotune._search_options`:
-    type, default, metavar, choices, help); ``overrides`` replace what this subcommand says
-    differently (usually ``help``)."""
-    option = BY_FLAG[flag]
-    kwargs: dict[str, Any] = {"dest": option.name, "help": option.help}
-    if option.action is not None:
-        kwargs["action"] = option.action
-    else:
-        if option.kind is not None:
-            kwargs["type"] = getattr(argtypes, option.kind)
-        if option.choices is not None:
-            kwargs["choices"] = option.choices
-        if option.default is not None:
-            kwargs["default"] = option.default
-        if option.metavar is not None:
-            kwargs["metavar"] = option.metavar
-    kwargs.update(overrides)
-    p.add_argument(flag, **kwargs)
 
 
 def add_device(p: argparse.ArgumentParser, help: str) -> None:
@@ -193,26 +170,12 @@ def add_quiet(p: argparse.ArgumentParser, help: str) -> None:
     add(p, "--quiet", help=help)
 
 
-RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
-
-
 def trial_runner() -> TrialRunner | None:
-    """The trial runner ``$AUTOTUNE_TRIAL_RUNNER`` names (``module:factory``, called with no
-    arguments), or None for the real one. It replaces the trial body only, for the test suite
-    and the benchmarks (a sleep or a table of results in place of a compile): storage,
-    sampler, budgets and records stay the real ones."""
-    named = os.environ.get(RUNNER_ENV)
-    if not named:
-        return None
-    module, _, factory = named.partition(":")
-    try:
-        made = getattr(importlib.import_module(module), factory)()
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise UsageError(
-            f"${RUNNER_ENV}={named!r} names no trial runner factory ({exc}); set it to "
-            "MODULE:FACTORY, importable from here, or unset it to run real trials."
-        ) from exc
-    return made
+    """The trial runner ``$AUTOTUNE_TRIAL_RUNNER`` names, or None (see
+    :func:`autotune.pipeline.trial_runner`)."""
+    from autotune.pipeline import trial_runner as named
+
+    return named()
 
 
 def add_study(p: argparse.ArgumentParser, help: str, only: bool = False) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from autotune.cli import _argtypes as argtypes
+from autotune import _argtypes as argtypes
 from autotune.cli import _options as options
 
 INTERRUPTED = "the finalists measured so far are recorded; nothing else changed."

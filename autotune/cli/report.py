@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from autotune.cli import _argtypes as argtypes
+from autotune import _argtypes as argtypes
 from autotune.cli import _options as options
 
 INTERRUPTED = "nothing was written."

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from autotune.cli import _argtypes as argtypes
+from autotune import _argtypes as argtypes
 from autotune.cli import _options as options
 from autotune.errors import UsageError
 

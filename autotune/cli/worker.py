@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from autotune.cli import _argtypes as argtypes
+from autotune import _argtypes as argtypes
 from autotune.cli import _options as options
 
 if TYPE_CHECKING:
@@ -84,8 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus:
         return _per_gpu(args)
     from autotune._deadline import Deadline
-    from autotune.cli.search import trial_runners
-    from autotune.pipeline import resolve_device
+    from autotune.pipeline import resolve_device, trial_runners
     from autotune.reports.progress import Progress
     from autotune.study import Search, SearchRequest
 

@@ -248,7 +248,7 @@ def _file(
     reason: str,
     config: CompileConfig | None,
 ) -> BestConfig:
-    from autotune import __version__
+    from autotune._version import VERSION as __version__
 
     result: dict[str, Any] = record.result if record is not None else {}
     return BestConfig(

@@ -61,7 +61,7 @@ def _utc_now() -> str:
 
 
 def _autotune_version() -> str:
-    from autotune import __version__
+    from autotune._version import VERSION as __version__
 
     return __version__
 

@@ -1,4 +1,5 @@
-"""argparse types shared by the subcommands: one message per rule, wherever it is used.
+"""argparse types shared by the subcommands and ``autotune.tune``'s options: one message per
+rule, wherever it is used.
 
 Every numeric option is checked here, at parse time, so a bad value is refused with the
 subcommand's usage before anything runs. The rules themselves live in :mod:`autotune._rules`,

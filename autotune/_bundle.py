@@ -1,0 +1,167 @@
+"""Model bundles: what ``autotune.tune`` hands the trial processes in place of a model file (see
+:mod:`autotune.workload`, whose contract a bundle's module keeps)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from autotune.workload import (
+    BUNDLE_FORMAT,
+    BUNDLE_SUFFIX,
+    DEFAULT_LEARNING_RATE,
+    METRIC,
+    OPTIONAL,
+    WorkloadError,
+    default_loss,
+    one_line,
+)
+
+
+def write_bundle(
+    folder: str | Path,
+    model: Any,
+    inputs: Any,
+    **functions: Callable[..., Any] | None,
+) -> Path:
+    """Saves ``model`` (an ``nn.Module``, or a function of no arguments that makes one),
+    ``inputs`` (what ``get_inputs`` returns, or a function of the device, and of the batch size
+    where searched, that returns it) and ``functions`` (``loss_fn``, ``get_optimizer``,
+    ``accuracy``, as a model file defines them) as a bundle in ``folder``, named
+    ``CLASS-HASH.pt`` after the model and the first 12 hex digits of its content's SHA-256;
+    the same content is written once. Returns its path."""
+    import hashlib
+    import io
+
+    import cloudpickle
+    import torch
+
+    from autotune._atomic import write_bytes
+
+    unknown = sorted(set(functions) - set(OPTIONAL) - {METRIC})
+    if unknown:
+        raise WorkloadError(
+            f"a model bundle holds loss_fn, get_optimizer and accuracy, not {unknown}"
+        )
+    payload = {"format": BUNDLE_FORMAT, "model": model, "inputs": inputs, **functions}
+    _steady_class_ids(model)
+    buffer = io.BytesIO()
+    try:
+        torch.save(payload, buffer, pickle_module=cloudpickle)
+    except Exception as exc:
+        raise WorkloadError(
+            f"The model and inputs cannot be saved for the trial processes: {one_line(exc)}. "
+            "Pass an nn.Module (or a function that makes one) and tensors, or the tuples, dicts "
+            "and lists of them that get_inputs returns."
+        ) from exc
+    data = buffer.getvalue()
+    if isinstance(model, torch.nn.Module):
+        name = type(model).__name__
+    else:
+        name = getattr(model, "__name__", "model").strip("<>") or "model"
+    path = Path(folder) / f"{name}-{hashlib.sha256(data).hexdigest()[:12]}{BUNDLE_SUFFIX}"
+    if not path.is_file() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(path, data)
+    return path
+
+
+def bundle_module(file: Path) -> ModuleType:
+    """A bundle as a model file's module: its functions read the file on their first call."""
+    loaded: dict[str, Any] = {}
+
+    def content() -> dict[str, Any]:
+        if not loaded:
+            import torch
+
+            try:
+                found = torch.load(file, map_location="cpu", weights_only=False)
+            except Exception as exc:
+                raise WorkloadError(
+                    f"The model bundle {file} cannot be read: {one_line(exc)}. It is written by "
+                    "autotune.tune(); run that again to write it anew."
+                ) from exc
+            if not isinstance(found, dict) or found.get("format") != BUNDLE_FORMAT:
+                raise WorkloadError(
+                    f"{file} is not a model bundle of autotune.tune() (a .pt file it names must "
+                    "be one); pass a model file (*.py) that defines get_model(device) and "
+                    "get_inputs(device)."
+                )
+            loaded.update(found)
+        return loaded
+
+    def get_model(device: str) -> Any:
+        import copy
+
+        made = content()["model"]
+        model = copy.deepcopy(made) if hasattr(made, "to") else made()
+        return model.to(device)
+
+    def get_inputs(device: str, *batch_size: int) -> Any:
+        import torch
+        import torch.utils._pytree as pytree
+
+        inputs = content()["inputs"]
+        if callable(inputs):
+            return inputs(device, *batch_size)
+        if batch_size:
+            raise WorkloadError(
+                "the inputs given to autotune.tune are fixed tensors, so the batch size cannot "
+                "be searched; pass inputs=lambda device, batch_size: ... to search it"
+            )
+        return pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), inputs)
+
+    def loss_fn(output: Any, inputs: Any) -> Any:
+        return (content().get("loss_fn") or default_loss)(output, inputs)
+
+    def get_optimizer(model: Any) -> Any:
+        import torch
+
+        factory = content().get("get_optimizer")
+        if factory is None:
+            return torch.optim.AdamW(model.parameters(), lr=DEFAULT_LEARNING_RATE)
+        return factory(model)
+
+    def accuracy(output: Any, reference: Any) -> Any:
+        fn = content().get(METRIC)
+        if fn is None:
+            raise WorkloadError(
+                "the accuracy contract names accuracy, but autotune.tune was given no "
+                "accuracy=fn(output, reference) -> float"
+            )
+        return fn(output, reference)
+
+    module = ModuleType(f"autotune_model_bundle_{file.stem.replace('-', '_')}")
+    module.__file__ = str(file)
+    functions = {"get_model": get_model, "get_inputs": get_inputs, "loss_fn": loss_fn,
+                 "get_optimizer": get_optimizer, METRIC: accuracy}  # fmt: skip
+    module.__dict__.update(functions)
+    return module
+
+
+def _steady_class_ids(model: Any) -> None:
+    """cloudpickle tags each class it pickles by value (one defined in ``__main__`` or a notebook
+    cell) with a random id, so the same model would make a new bundle, and a new study, in each
+    process: the model's classes get ids from their names instead (where cloudpickle keeps
+    them, as in 3.x). Code pickled by value still names its file, which a notebook's kernel
+    names anew each session: there, a bundle is the same within a session."""
+    import uuid
+
+    try:
+        from cloudpickle import cloudpickle as internals
+
+        tracker = internals._DYNAMIC_CLASS_TRACKER_BY_CLASS
+        by_id = internals._DYNAMIC_CLASS_TRACKER_BY_ID
+        lock = internals._DYNAMIC_CLASS_TRACKER_LOCK
+    except (ImportError, AttributeError):
+        return
+    modules = model.modules() if hasattr(model, "modules") else ()
+    classes = {c for m in modules for c in type(m).__mro__ if c.__module__ != "builtins"}
+    with lock:
+        for cls in classes:
+            if cls not in tracker:
+                name = f"{cls.__module__}.{cls.__qualname__}"
+                tracker[cls] = uuid.uuid5(uuid.NAMESPACE_OID, name).hex
+                by_id.setdefault(tracker[cls], cls)

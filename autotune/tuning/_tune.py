@@ -1,0 +1,163 @@
+"""``autotune.tune(model, inputs, **options)``: the options of ``autotune search`` as keyword
+arguments, the model handed to the trial processes as a bundle the study owns."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from autotune._search_options import DEFAULT_STORAGE, SEARCH_OPTIONS, STORAGE_ENV, add
+from autotune.errors import UsageError
+from autotune.tuning._result import TuneResult
+
+# Where the model bundles go, beside the default storage (autotune.db) in this folder.
+MODELS_DIR = Path(".autotune") / "models"
+_BY_NAME = {option.name: option for option in SEARCH_OPTIONS}
+# What only the command line does: create a study for workers without running a trial.
+_NOT_HERE = {
+    "no_worker": "run `autotune search MODEL.py --no-worker` to create a study for workers"
+}
+
+
+def tune(
+    model: Any,
+    inputs: Any,
+    *,
+    loss_fn: Callable[[Any, Any], Any] | None = None,
+    get_optimizer: Callable[[Any], Any] | None = None,
+    metric: Callable[[Any, Any], float] | None = None,
+    models_dir: str | os.PathLike[str] = MODELS_DIR,
+    **options: Any,
+) -> TuneResult:
+    """Searches how to compile ``model`` for ``inputs`` and writes the best-config file, as
+    ``autotune search`` does for a model file: every trial in a process of its own, every
+    result recorded to the storage, the decision re-measured against default compile.
+
+    Args:
+        model: An ``nn.Module``, or a function of no arguments that makes one. A class defined
+            in a notebook cell or in ``__main__`` works: the model reaches the trial processes
+            as a bundle written to ``models_dir`` (cloudpickle, the weights saved once as
+            tensors), named after the class and the SHA-256 of its content. The bundle is
+            code, like a model file, and the study records its hash.
+        inputs: What a model file's ``get_inputs(device)`` returns: a tuple of positional
+            arguments, a dict of keyword arguments, or a list of those (a shape
+            distribution); or a function of the device (and of the batch size, with
+            ``batch_sizes=``) that returns them. Tensors move to the study's device.
+        loss_fn: With ``workload="train"``: ``loss_fn(output, inputs) -> Tensor`` (default: the
+            mean of each floating-point output tensor, summed).
+        get_optimizer: With ``workload="train"``: ``get_optimizer(model) -> Optimizer``
+            (default ``AdamW(lr=1e-3)``).
+        metric: ``metric(output, reference) -> float``, the task metric an accuracy contract
+            may name (``accuracy="accuracy>=0.99"``), as a model file's ``accuracy``.
+        models_dir: Where the bundle is written (default ``.autotune/models``).
+        **options: The options of ``autotune search`` under their Python names:
+            ``device="cuda"``, ``trials=40``, ``effort="quick"``, ``space="cpu"``,
+            ``storage="sqlite:///autotune.db"``, ``study="name"``, ``out="best.json"``,
+            ``timeout=600``, ``prune=False`` (``--no-prune``), ``batch_sizes=[1, 8]``,
+            ``accuracy="cosine>=0.999"`` (the accuracy contract: bf16, TF32 and autocast enter
+            the space), ``quiet=True`` (no live progress), ... (``autotune search --help``
+            lists them).
+
+    Returns:
+        The study's decision, its best-config file and records (:class:`TuneResult`).
+
+    Raises:
+        UsageError: An option is unknown or its value breaks its rule (all said in one
+            paragraph, with the option's Python name); the model or inputs cannot be saved.
+    """
+    from autotune._bundle import write_bundle
+
+    functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "accuracy": metric}
+    args = parse_options(options)
+    given = {name: fn for name, fn in functions.items() if fn is not None}
+    bundle = write_bundle(Path(models_dir), model, inputs, **given)
+    args.model = str(bundle)
+    return _run(args)
+
+
+def parse_options(options: dict[str, Any]) -> argparse.Namespace:
+    """``autotune search``'s options from keyword arguments, checked by the same rules, with
+    ``given`` naming those passed (a resumed study takes them like explicit options)."""
+    parser = _Parser(prog="autotune.tune", add_help=False)
+    for option in SEARCH_OPTIONS:
+        add(parser, option.flag)
+    argv: list[str] = []
+    for name, value in options.items():
+        argv += _words(name, value)
+    args = parser.parse_args(argv)
+    args.given = frozenset(options)
+    args.storage = args.storage or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+    return args
+
+
+def _words(name: str, value: Any) -> list[str]:
+    """The command-line words of one keyword argument."""
+    if name in _NOT_HERE:
+        raise UsageError(f"autotune.tune takes no {name}=: {_NOT_HERE[name]}.")
+    option = _BY_NAME.get(name)
+    if option is None:
+        near = difflib.get_close_matches(name, list(_BY_NAME), n=1)
+        hint = f" (did you mean {near[0]}=?)" if near else ""
+        raise UsageError(
+            f"autotune.tune got an unknown option {name}={value!r}{hint}; it takes the options "
+            f"of `autotune search` by their Python names: {', '.join(sorted(_BY_NAME))}."
+        )
+    if option.action in ("store_true", "store_false"):
+        if not isinstance(value, bool):
+            raise UsageError(f"autotune.tune: {name}= takes True or False, got {value!r}.")
+        on = option.action == "store_true"
+        return [option.flag] if value is on else []
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(v) for v in value)
+    return [f"{option.flag}={value}"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """Says a bad value in the caller's words (``trials=0: must be at least 1, got 0``) as a
+    :class:`UsageError`, never as an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        for option in SEARCH_OPTIONS:
+            message = message.replace(f"argument {option.flag}", f"{option.name}=")
+        raise UsageError(f"autotune.tune: {message}.")
+
+
+def _run(args: argparse.Namespace) -> TuneResult:
+    from autotune.pipeline import finish_of, open_search, opening_lines, run_study
+    from autotune.reports import terminal
+    from autotune.reports.progress import Progress
+
+    progress = Progress(quiet=args.quiet)
+    search = open_search(args, progress.note)
+    progress.attach(search, "search")
+    decided: list[Any] = []
+
+    def decision(made: Any) -> None:
+        progress.finish()
+        decided.append(made)
+        if not args.quiet:
+            print(terminal.decision(made, args.out), flush=True)
+
+    with progress:
+        for line in opening_lines(search):
+            progress.note(line)
+        outcome = run_study(search, finish_of(args), on_decision=decision)
+    if outcome.decision is None:
+        raise UsageError(
+            "No best-config file was written: the eager baseline was not measured before the "
+            "run stopped. Call autotune.tune again with the same model to continue the study."
+        )
+    return TuneResult(
+        study=search.request.study_name,
+        storage=search.request.storage,
+        out=args.out,
+        decision=outcome.decision,
+        records=outcome.records,
+        not_shipped=outcome.not_shipped,
+    )

@@ -1,0 +1,57 @@
+"""Model bundles (autotune._bundle): a model object and its inputs as the model-file contract."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from autotune._bundle import write_bundle
+from autotune.workload import (
+    WorkloadError,
+    build_calls,
+    build_model,
+    build_optimizer,
+    load_model_file,
+    loss_function,
+)
+
+
+def test_a_bundle_keeps_the_model_file_contract(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = torch.randn(2, 4)
+    path = write_bundle(tmp_path, model, {"input": x})
+    assert path.name.startswith("Sequential-") and path.suffix == ".pt"
+    assert write_bundle(tmp_path, model, {"input": x}) == path  # the same content: one file
+    module = load_model_file(path)
+    built = build_model(module, "cpu")
+    assert built is not model and torch.equal(built[0].weight, model[0].weight)
+    (call,) = build_calls(module, "cpu")
+    assert torch.equal(call.kwargs["input"], x)
+    loss = loss_function(module)(built(x), call.inputs)  # the default loss
+    assert loss.requires_grad
+    assert isinstance(build_optimizer(module, built), torch.optim.AdamW)
+
+
+def test_a_factory_and_input_function_are_called_in_the_trial(tmp_path):
+    def make() -> nn.Module:
+        return nn.Linear(3, 1)
+
+    def inputs(device: str, batch_size: int = 2) -> tuple[torch.Tensor]:
+        return (torch.ones(batch_size, 3, device=device),)
+
+    module = load_model_file(write_bundle(tmp_path, make, inputs))
+    assert isinstance(build_model(module, "cpu"), nn.Linear)
+    assert build_calls(module, "cpu", batch_size=5)[0].args[0].shape == (5, 3)
+    fixed = load_model_file(write_bundle(tmp_path, make, (torch.ones(2, 3),)))
+    with pytest.raises(WorkloadError, match="cannot be searched; pass inputs=lambda device"):
+        build_calls(fixed, "cpu", batch_size=5)
+
+
+def test_a_pt_file_that_is_no_bundle_is_refused_saying_what_to_pass(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    module = load_model_file(path)
+    with pytest.raises(WorkloadError, match="is not a model bundle of autotune.tune"):
+        build_model(module, "cpu")

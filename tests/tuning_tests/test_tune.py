@@ -1,0 +1,105 @@
+"""autotune.tune: a model object and its inputs tuned in one call, trials in processes of their
+own (the model reaches them as a bundle, a class defined in a function by value), the same
+options as `autotune search` in their Python names, and a result to apply and read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import autotune
+from autotune.errors import UsageError
+
+AOT_EAGER = Path(__file__).parents[1] / "fixtures" / "spaces" / "aot_eager.toml"
+FAST = {"device": "cpu", "space": str(AOT_EAGER), "trials": 2, "finalists": 0,
+        "measure_seconds": 0.2, "scope": "whole", "quiet": True}  # fmt: skip
+
+
+def _model() -> tuple[nn.Module, torch.Tensor]:
+    class Local(nn.Module):  # defined here: cloudpickle sends it by value, as from a notebook
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(torch.relu(self.a(x)))
+
+    torch.manual_seed(0)
+    return Local().eval(), torch.randn(8, 16)
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tune")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        mp.setenv("AUTOTUNE_CACHE_DIR", str(folder / "kernels"))
+        model, x = _model()
+        result = autotune.tune(model, (x,), **FAST)
+    return folder, model, x, result
+
+
+def test_tune_runs_the_study_in_trial_processes_and_writes_the_file(tuned):
+    folder, model, x, result = tuned
+    assert result.study.startswith("Local-") and result.study.endswith("-cpu")
+    assert (folder / "best_config.json").is_file() and result.out == "best_config.json"
+    (bundle,) = (folder / ".autotune" / "models").iterdir()
+    assert bundle.name.startswith("Local-") and bundle.suffix == ".pt"
+    baselines = {r.baseline: r for r in result.records if r.baseline}
+    assert baselines["eager"].status == "ok" and baselines["default"].status == "ok", [
+        (r.brief, r.error) for r in result.records
+    ]
+    assert len([r for r in result.records if not r.baseline]) == 2
+    assert result.best.decision in ("compile", "do_not_compile") and result.best.reason
+
+
+def test_the_result_applies_reports_and_shows_itself(tuned, monkeypatch):
+    folder, model, x, result = tuned
+    monkeypatch.chdir(folder)
+    fast = result.apply(model, check_environment=False)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), model(x))
+    assert "Decision (as `autotune finalize` would make it now" in result.report()
+    shown = result._repr_html_()
+    assert result.study in shown and "<table>" in shown and "[eager]" in shown
+    assert repr(result).startswith(f"TuneResult(study={result.study!r}, ")
+    assert result.write_html(folder / "report.html") > 20_000
+
+
+def test_the_same_model_resumes_its_study(tuned, monkeypatch):
+    folder, model, x, result = tuned
+    monkeypatch.chdir(folder)
+    again = autotune.tune(model, (x,), **{**FAST, "trials": 3})
+    assert again.study == result.study  # the same bundle: the same study, one more trial
+    assert len([r for r in again.records if not r.baseline]) == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"trails": 3}, "unknown option trails=3 (did you mean trials=?)"),
+        ({"trials": 0}, "autotune.tune: trials=: must be at least 1, got 0"),
+        ({"prune": "no"}, "prune= takes True or False, got 'no'"),
+        ({"no_worker": True}, "takes no no_worker="),
+        ({"sampler": "grid"}, "sampler=: invalid choice: 'grid'"),
+    ],
+)
+def test_a_bad_option_is_one_usage_error_in_python_words(tmp_path, monkeypatch, options, said):
+    monkeypatch.chdir(tmp_path)
+    model, x = _model()
+    with pytest.raises(UsageError) as raised:
+        autotune.tune(model, (x,), **options)
+    assert said in str(raised.value)
+    assert not (tmp_path / "autotune.db").exists()  # refused before anything was written
+
+
+def test_what_cannot_be_pickled_is_refused_with_the_remedy(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    model, _ = _model()
+    with pytest.raises(UsageError, match="cannot be saved for the trial processes"):
+        autotune.tune(model, (threading.Lock(),), **FAST)
