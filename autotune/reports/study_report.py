@@ -11,7 +11,7 @@ from autotune._secrets import mask_text
 from autotune.records import TrialRecord
 from autotune.reports._format import clip, ms, times
 from autotune.reports._study import StudyData, TrialRow
-from autotune.study import front, screened
+from autotune.study import describe_inert, front, inert_knobs, sampled_params, screened
 
 _CONFIG_MIN_WIDTH = 30
 
@@ -20,7 +20,8 @@ def render(data: StudyData, width: int = 160) -> str:
     """The whole report, lines at most ``width`` characters wide (the config column is cut
     to fit; ``autotune export`` has every config in full)."""
     tables = [trial_table(data.rows, width), shape_table(data.rows)]  # cut, never wrapped
-    prose = [finalists(data), pareto(data), decision(data), failures(data), importance(data)]
+    prose = [finalists(data), pareto(data), decision(data), failures(data), importance(data),
+             no_effect(data)]  # fmt: skip
     sections = [fit(header(data), width), *tables, *(fit(p, width) for p in prose)]
     return "\n\n".join(s for s in sections if s)
 
@@ -312,3 +313,13 @@ def _int(value: int | None) -> str:
 
 def _plural(n: int, word: str, suffix: str = "s") -> str:
     return f"{n} {word}{'' if n == 1 else suffix}"
+
+
+def no_effect(data: StudyData) -> str:
+    """The knobs two trials showed to change nothing on this model (the search left them to
+    torch from then on)."""
+    trials = [row.trial for row in data.rows if row.trial is not None]
+    inert = inert_knobs(sampled_params(trials), data.records)
+    if not inert:
+        return ""
+    return f"No effect on this model (left to torch in later trials): {describe_inert(inert)}."

@@ -11,6 +11,9 @@ from autotune.space._condition import CONTEXT_NAMES, Condition
 from autotune.space._knob import Knob, did_you_mean
 from autotune.space._validate import value_problems
 
+LEAVE = object()
+"""What a ``pick`` of :meth:`Plan.assign` answers for a knob left to torch."""
+
 CONTEXT_VALUES: dict[str, tuple[Any, ...]] = {
     "device": ("cpu", "cuda"),
     "workload": ("infer", "train"),
@@ -37,13 +40,16 @@ class Plan:
         return all(c.evaluate(env) for c in self.conditions[knob.param])
 
     def assign(self, pick: Callable[[Knob], Any], context: Mapping[str, Any]) -> dict[str, Any]:
-        """Values of the active knobs, each drawn by ``pick(knob)`` in dependency order."""
+        """Values of the active knobs, each drawn by ``pick(knob)`` in dependency order; a knob
+        ``pick`` answers :data:`LEAVE` for is left to torch (absent, and read by the conditions
+        of others as an inactive knob is: None)."""
         env, values = dict(context), {}
         for knob in self.order:
-            if self.active(knob, env):
-                values[knob.param] = env[knob.param] = pick(knob)
-            else:
+            value = pick(knob) if self.active(knob, env) else LEAVE
+            if value is LEAVE:
                 env[knob.param] = None
+            else:
+                values[knob.param] = env[knob.param] = value
         return values
 
     def count(self, context: Mapping[str, Any]) -> int:

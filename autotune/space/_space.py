@@ -111,10 +111,16 @@ class SearchSpace:
         text = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def suggest(self, trial: optuna.Trial) -> CompileConfig:
+    def suggest(self, trial: optuna.Trial, leave: Collection[str] = ()) -> CompileConfig:
         """Draws one configuration, define-by-run: a knob whose condition is false is not
-        suggested (not an Optuna param of the trial) and not in the configuration."""
-        return config_from_values(self._plan.assign(lambda k: k.draw(trial), self._context))
+        suggested (not an Optuna param of the trial) and not in the configuration; nor is a
+        knob named in ``leave`` (by its param, e.g. ``inductor.freezing``), which is left to
+        torch (its default, or the mode's value)."""
+
+        def pick(knob: Knob) -> Any:
+            return _graph.LEAVE if knob.param in leave else knob.draw(trial)
+
+        return config_from_values(self._plan.assign(pick, self._context))
 
     def config_from_params(self, params: dict[str, Any]) -> CompileConfig:
         """The configuration of a finished trial, from its Optuna params (fixed knobs added)."""

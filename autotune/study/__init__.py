@@ -15,6 +15,8 @@ from autotune.study._identity import (
     model_sha256,
     triton_version,
 )
+from autotune.study._inert import describe as describe_inert
+from autotune.study._inert import inert_knobs, sampled_params
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls, scored_trial
 from autotune.study._pareto import PickRule, axis_value, front, parse_axes
 from autotune.study._records import (
@@ -40,10 +42,12 @@ __all__ = [
     "axis_value",
     "break_even_calls",
     "candidates",
+    "describe_inert",
     "eager_baseline",
     "eager_baselines",
     "front",
     "grace_s",
+    "inert_knobs",
     "local_device_name",
     "local_settings",
     "model_sha256",
@@ -51,6 +55,7 @@ __all__ = [
     "parse_axes",
     "pooled_measurements",
     "recover_stale",
+    "sampled_params",
     "scored_trial",
     "screened",
     "settings_from_row",

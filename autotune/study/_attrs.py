@@ -8,6 +8,7 @@ BASELINE_ATTR = "autotune.baseline"  # "eager" or "default": a baseline, not a s
 BATCH_ATTR = "autotune.batch_size"  # the batch size a throughput trial measures
 KEY_ATTR = "autotune.key"  # what the trial measures: config hash (and batch size)
 SCOPE_ATTR = "autotune.scope"  # the scope candidate a trial compiles
+LEFT_ATTR = "autotune.left_to_torch"  # knobs not drawn: shown to change nothing on this model
 PRESET_ATTR = "autotune.preset"  # the space preset a trial measures
 WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that runs a trial
 METRIC_PREFIX = "autotune."  # the user attributes of metric_attrs

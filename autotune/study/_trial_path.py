@@ -24,12 +24,14 @@ from autotune.study._attrs import (
     BATCH_ATTR,
     BORROWED_ATTR,
     KEY_ATTR,
+    LEFT_ATTR,
     PRESET_ATTR,
     SCOPE_ATTR,
 )
 from autotune.study._cache import cache_bytes, prune
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
+from autotune.study._inert import describe, inert_knobs, sampled_params
 from autotune.study._records import to_record, trial_key
 from autotune.study._screen import known_code, reuse_timing, stop_below
 from autotune.study._session import Session
@@ -52,6 +54,7 @@ class TrialPath:
         self.stopping = stopping
         self.plan: ScopePlan | None = None
         self.sampler: ExploringSampler | None = None
+        self.told_inert: set[str] = set()  # the knobs this process said it leaves to torch
 
     def run(self, runner: TrialRunner, trial: optuna.Trial) -> None:
         """Measures ``trial`` with ``runner``, records it and tells Optuna (or fails it)."""
@@ -94,8 +97,9 @@ class TrialPath:
         try:
             with s.timed("suggest"):  # the sampler reads the study: a restart is ridden out
                 batch = retrying(lambda: batch_for(trial, s.settings), on_retry=s.note_unreachable)
+                leave = retrying(lambda: self._inert(trial), on_retry=s.note_unreachable)
                 config = retrying(
-                    lambda: config_for(trial, baseline, s.space, self.plan),
+                    lambda: config_for(trial, baseline, s.space, self.plan, leave),
                     on_retry=s.note_unreachable,
                 )
             key = trial_key(config, batch)
@@ -142,6 +146,25 @@ class TrialPath:
             trial.number, trial._trial_id, baseline, config, key, result, duplicate_of,
             default_speedup(self.session, batch),
         )  # fmt: skip
+
+    def _inert(self, trial: optuna.Trial) -> list[str]:
+        """The knobs a sampled trial leaves to torch: those two earlier trials showed to change
+        nothing on this model (:mod:`autotune.study._inert`); recorded on the trial."""
+        attrs = trial.user_attrs
+        if any(a in attrs for a in (BASELINE_ATTR, PRESET_ATTR, BORROWED_ATTR)):
+            return []
+        s = self.session
+        sampled = sampled_params(s.study.get_trials(deepcopy=False))
+        inert = inert_knobs(sampled, s.records.trials(s.name))
+        new = {k: v for k, v in inert.items() if k not in self.told_inert}
+        if new:
+            self.told_inert |= set(new)
+            self.events.on_note(
+                f"no effect on this model, left to torch from now on: {describe(new)}"
+            )
+        if inert:
+            trial.set_user_attr(LEFT_ATTR, sorted(inert))
+        return sorted(inert)
 
     def _reuse(self, trial: optuna.Trial, key: str) -> tuple[TrialResult, int] | None:
         """A configuration measured (or being measured) in this study is not compiled again:
@@ -229,9 +252,14 @@ def batch_for(trial: optuna.Trial, settings: StudySettings) -> int | None:
 
 
 def config_for(
-    trial: optuna.Trial, baseline: str | None, space: SearchSpace, plan: ScopePlan | None
+    trial: optuna.Trial,
+    baseline: str | None,
+    space: SearchSpace,
+    plan: ScopePlan | None,
+    leave: list[str] | None = None,
 ) -> CompileConfig | None:
-    """What a trial compiles: a baseline, a preset, or a config (and scope) the sampler draws."""
+    """What a trial compiles: a baseline, a preset, or a config (and scope) the sampler draws,
+    the knobs in ``leave`` left to torch."""
     if baseline == "eager":
         return None
     if baseline == "default":
@@ -240,10 +268,10 @@ def config_for(
     if preset is not None:
         return space.preset_config(preset)
     if plan is None:
-        return space.suggest(trial)
+        return space.suggest(trial, leave or ())
     named = plan.suggest_named(trial)
     trial.set_user_attr(SCOPE_ATTR, named.name)
-    config = space.suggest(trial)
+    config = space.suggest(trial, leave or ())
     # A scope with a part kept eager inside a compiled region cannot be one graph.
     fullgraph = config.fullgraph and named.fullgraph
     return dataclasses.replace(config, scope=named.scope, fullgraph=fullgraph)

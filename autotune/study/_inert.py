@@ -1,0 +1,58 @@
+"""Knobs that change nothing on this model: two sampled trials that set a knob differently
+compiled the same code (their code identities are equal, see :mod:`autotune.trials._code`), so
+the knob (and every other that differs between them) had no effect. The search stops drawing
+such a knob: it is left to torch (its default, or the mode's value) in later trials, so no
+trial is spent telling its values apart, and the report says "no effect on this model".
+
+Only Inductor and Dynamo knobs collapse: the compile mode, the backend, ``dynamic`` and the
+precision decide which other knobs exist and how the code runs, beyond what the code shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from autotune.records import TrialRecord
+from autotune.study._attrs import BASELINE_ATTR, BORROWED_ATTR, PRESET_ATTR
+
+COLLAPSING = ("inductor.", "dynamo.")
+
+
+def sampled_params(trials: Iterable[Any]) -> dict[int, dict[str, Any]]:
+    """The Optuna params of the trials the sampler drew (baselines, presets and configs
+    borrowed from an earlier study left out), by trial number."""
+    queued = (BASELINE_ATTR, PRESET_ATTR, BORROWED_ATTR)
+    return {t.number: dict(t.params) for t in trials if not any(a in t.user_attrs for a in queued)}
+
+
+def inert_knobs(
+    params: Mapping[int, Mapping[str, Any]], records: Iterable[TrialRecord]
+) -> dict[str, tuple[int, int]]:
+    """Each knob shown to change nothing, with the two trials that showed it (the earliest
+    pair): ``params`` are the sampled trials' Optuna params by trial number; ``records`` the
+    study's trials (a trial counts once it ran, matched eager and recorded its code)."""
+    by_code: dict[str, list[int]] = {}
+    for r in records:
+        code = r.result.get("code_hash")
+        if r.status == "ok" and code and r.baseline is None and r.trial_number in params:
+            by_code.setdefault(str(code), []).append(r.trial_number)
+    found: dict[str, tuple[int, int]] = {}
+    for numbers in by_code.values():
+        numbers.sort()
+        for i, a in enumerate(numbers):
+            for b in numbers[i + 1 :]:
+                for knob in _differing(params[a], params[b]):
+                    found.setdefault(knob, (a, b))
+    return dict(sorted(found.items(), key=lambda item: (item[1], item[0])))
+
+
+def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    return [
+        k for k in a if k.startswith(COLLAPSING) and k in b and a[k] != b[k]
+    ]  # fmt: skip
+
+
+def describe(inert: Mapping[str, tuple[int, int]]) -> str:
+    """``inductor.epilogue_fusion (#4 and #9 compiled the same code), ...``."""
+    return ", ".join(f"{k} (#{a} and #{b} compiled the same code)" for k, (a, b) in inert.items())

@@ -1,0 +1,96 @@
+"""Knobs that change nothing on this model collapse: once two sampled trials that set a knob
+differently compiled the same code, later trials leave it to torch, and the report says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+import scripted
+
+from autotune.cli import main
+from autotune.records import TrialRecord
+from autotune.reports import load_study_data, render_report
+from autotune.space import load_space
+from autotune.study import inert_knobs
+from autotune.trials import TrialResult, TrialSpec
+
+SPACE = """name = "inert"
+[compile]
+backend = ["inductor"]
+mode = ["default"]
+dynamic = [false]
+[inductor]
+aggressive_fusion = [false, true]
+shape_padding = [true, false]
+"""
+
+
+def record(n: int, code: str | None, status: str = "ok", baseline: str | None = None):
+    return TrialRecord(n, config={}, config_hash=f"h{n}", brief="", status=status,
+                       baseline=baseline, result={"code_hash": code})  # fmt: skip
+
+
+def test_two_trials_with_the_same_code_show_what_they_set_differently_is_inert():
+    params = {
+        2: {"inductor.aggressive_fusion": False, "inductor.shape_padding": True, "scope": "w"},
+        3: {"inductor.aggressive_fusion": True, "inductor.shape_padding": True, "scope": "w"},
+        4: {"inductor.aggressive_fusion": True, "inductor.shape_padding": False, "scope": "w"},
+        5: {"compile.mode": "max-autotune", "inductor.shape_padding": False},
+        6: {"compile.mode": "default", "inductor.shape_padding": False},
+    }
+    records = [record(0, None, baseline="eager"), record(1, "a", baseline="default"),
+               record(2, "a"), record(3, "a"), record(4, "b"), record(5, "c"), record(6, "c"),
+               record(7, "a", status="failed")]  # fmt: skip
+    assert inert_knobs(params, records) == {"inductor.aggressive_fusion": (2, 3)}
+    # compile.mode decides which knobs exist: it never collapses, whatever the code says
+    assert "compile.mode" not in inert_knobs(params, records)
+    assert inert_knobs(params, records[:3]) == {}  # one sampled trial of code "a": no pair yet
+
+
+def test_a_knob_left_to_torch_is_neither_drawn_nor_set(tmp_path):
+    path = tmp_path / "inert.toml"
+    path.write_text(SPACE)
+    space = load_space(str(path), "cpu")
+    trial = optuna.create_study().ask()
+    config = space.suggest(trial, leave=["inductor.aggressive_fusion"])
+    assert "inductor.aggressive_fusion" not in trial.params
+    assert "inductor.shape_padding" in trial.params
+    assert "aggressive_fusion" not in config.options
+
+
+def same_code_whatever_the_fusion(spec: TrialSpec) -> TrialResult:
+    if spec.config is None:
+        return scripted.ok(1.0)
+    padding = spec.config["options"].get("shape_padding", True)
+    result = scripted.ok(1.5 if padding else 1.2)
+    result.code_hash = f"padding={padding}"  # aggressive_fusion changes nothing
+    return result
+
+
+def test_the_search_stops_drawing_an_inert_knob_and_the_report_says_so(tmp_path, monkeypatch):
+    runs = scripted.use(monkeypatch, same_code_whatever_the_fusion)
+    (tmp_path / "inert.toml").write_text(SPACE)
+    storage = f"sqlite:///{tmp_path}/s.db"
+    model = Path(__file__).parents[1] / "fixtures" / "models" / "tiny.py"
+    code = main([
+        "search", str(model), "--space", str(tmp_path / "inert.toml"), "--trials", "8",
+        "--storage", storage, "--study", "s", "--out", str(tmp_path / "best.json"),
+        "--device", "cpu", "--finalists", "0", "--scope", "whole", "--seed", "3",
+    ])  # fmt: skip
+    assert code == 0 and runs
+    study = optuna.load_study(study_name="s", storage=storage)
+    left = [t for t in study.trials if t.user_attrs.get("autotune.left_to_torch")]
+    assert left, [t.params for t in study.trials]
+    for t in left:
+        assert t.user_attrs["autotune.left_to_torch"] == ["inductor.aggressive_fusion"]
+        assert "inductor.aggressive_fusion" not in t.params
+    report = render_report(load_study_data(storage, "s", importance=False), 200)
+    assert "No effect on this model (left to torch in later trials): " in report
+    assert "inductor.aggressive_fusion (#" in report
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
