@@ -38,7 +38,7 @@ class Finish:
 
 # The claim a process holds while it writes a study's file (Finish.last_process).
 FILE_CLAIM = "best_config_file"
-ENDED = ("budget met", "space exhausted")
+ENDED = ("budget met", "space exhausted", "compile does not pay")
 
 
 @dataclass

@@ -72,3 +72,38 @@ def enqueue_presets(session: Session) -> None:
             f"presets: {', '.join(p.name for p in left)} not measured: the budget of "
             f"{session.settings.trials} trials gives at most half of them to presets"
         )
+
+
+# Below this third quartile of its paired rounds, a config ran clearly slower than eager.
+CLEARLY_SLOWER_Q3 = 1.0
+
+
+def compile_does_not_pay(session: Session) -> str | None:
+    """Why sampling would be spent on nothing, or None: default torch.compile and every preset
+    the study queued have run (at least one preset), and each ran clearly slower than eager
+    (the third quartile of its paired rounds below 1.0x) or failed, while no sampled config
+    ran yet. The sampled configs vary the same compiler on the same model, so the file will
+    say do not compile; the search stops there. Only under the latency objective with
+    screening on (``--no-prune`` searches on)."""
+    settings = session.settings
+    if not settings.prune or settings.objective != "latency":
+        return None
+    trials = session.db(lambda: session.study.get_trials(deepcopy=False))
+    presets = [t for t in trials if PRESET_ATTR in t.user_attrs]
+    sampled = [t for t in trials if not ({PRESET_ATTR, BASELINE_ATTR} & set(t.user_attrs))]
+    if not presets or sampled or any(not t.state.is_finished() for t in presets):
+        return None
+    records = {r.trial_number: r for r in session.db(session.records.trials, session.name)}
+    default = [r for r in records.values() if r.baseline == "default"]
+    measured = default + [records[t.number] for t in presets if t.number in records]
+    if not default or len(measured) < len(presets) + 1:
+        return None
+    paying = [r for r in measured if r.status == "ok" and (r.speedup_vs_eager_q3 or 0) >= 1.0]
+    if paying:
+        return None
+    best = max((r.speedup_vs_eager or 0.0 for r in measured if r.status == "ok"), default=0.0)
+    return (
+        f"default torch.compile and all {len(presets)} presets ran clearly slower than eager "
+        f"(the best {best:.2f}x, each below 1.0x in three of four paired rounds): compiling "
+        "does not pay on this model, so no configuration is sampled (--no-prune searches on)"
+    )

@@ -21,13 +21,14 @@ from autotune._deadline import Deadline, DeadlineReached
 from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
-from autotune.scope import SCOPE_PARAM
+from autotune.scope import SCOPE_PARAM, ScopePlan
 from autotune.study._attrs import BASELINE_ATTR, CONSTRAINT_ATTR
 from autotune.study._borrow import borrow
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
 from autotune.study._queue import (
     batches,
+    compile_does_not_pay,
     enqueue_missing_baselines,
     enqueue_presets,
     pending_baselines,
@@ -227,22 +228,23 @@ class Search:
             )
             self.ended = "timeout"
             return True
-        if not pending_baselines(self.session) and self._exhausted():
-            self.events.note_once(f"stopping: all {self._size()} configurations were measured")
-            self.ended = "space exhausted"
-            return True
-        return False
+        if pending_baselines(self.session):
+            return False
+        size = _size(self.session, self.trials.plan)
+        measured = self.session.db(self.session.records.count_distinct_keys, self.session.name)
+        why, ended = f"all {size} configurations were measured", "space exhausted"
+        if measured < size:
+            why, ended = compile_does_not_pay(self.session) or "", "compile does not pay"
+        if why:
+            self.events.note_once(f"stopping: {why}")
+            self.ended = ended
+        return bool(why)
 
-    def _size(self) -> int:
-        plan = self.trials.plan
-        scopes = plan.size if plan is not None else 1
-        return self.session.space.size * scopes * len(batches(self.session.settings))
 
-    def _exhausted(self) -> bool:
-        return (
-            self.session.db(self.session.records.count_distinct_keys, self.request.study_name)
-            >= self._size()
-        )
+def _size(session: Session, plan: ScopePlan | None) -> int:
+    """The study's configurations: the space's, times its scope candidates and batch sizes."""
+    scopes = plan.size if plan is not None else 1
+    return session.space.size * scopes * len(batches(session.settings))
 
 
 def _sampler(name: str, seed: int, trials: int = 20) -> optuna.samplers.BaseSampler:

@@ -139,3 +139,57 @@ def test_preset_finalists_all_puts_every_measured_preset_beside_the_winner(
         r.config_hash for r in records if r.config_hash in names and r.status == "ok"
     }
     assert len({r.config_hash for r in every}) == len(every)  # none twice
+
+
+class Slower(ByPreset):
+    """Every compiled config ``speedup`` x eager, clearly (quartiles +-0.01); ``fast`` presets
+    (by their options) 1.2x."""
+
+    def __init__(self, speedup: float = 0.8, fast: dict | None = None) -> None:
+        super().__init__()
+        self.speedup, self.fast = speedup, fast
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        result = super().run(spec)
+        if spec.config is not None:
+            s = (
+                1.2
+                if self.fast is not None and spec.config["options"] == self.fast
+                else self.speedup
+            )
+            result.speedup_vs_eager, result.latency_median_s = s, 1e-3 / s
+            result.speedup_vs_eager_q1, result.speedup_vs_eager_q3 = s - 0.01, s + 0.01
+        return result
+
+
+def test_when_default_and_every_preset_run_clearly_slower_nothing_is_sampled(
+    tmp_path, model_file, space_file
+):
+    """pytorch-autotune's ground (a tiny model where eager wins): the search stops once
+    default compile and the presets have shown compiling does not pay, and says so."""
+    runner, notes = Slower(), []
+    search = Search(_request(tmp_path, model_file, space_file, trials=8), runner,
+                    on_note=notes.append)  # fmt: skip
+    records = search.run()
+    assert search.ended == "compile does not pay"
+    assert len(runner.specs) == 5  # eager, default and the three presets: no sampled trial
+    said = "stopping: default torch.compile and all 3 presets ran clearly slower than eager"
+    assert any(n.startswith(f"{said} (the best 0.80x") for n in notes), notes
+    made = best_config(records, search.session.settings, "s", "sqlite://")
+    assert made.decision == "do_not_compile"
+
+
+def test_one_preset_that_pays_or_no_prune_keeps_the_search_going(tmp_path, model_file, space_file):
+    runner = Slower(fast={"freezing": True})
+    search = Search(_request(tmp_path, model_file, space_file, trials=8), runner)
+    search.run()
+    assert search.ended != "compile does not pay" and len(runner.specs) > 5
+    request = _request(tmp_path / "b", model_file, space_file, trials=8)
+    request = dataclasses.replace(
+        request, settings=dataclasses.replace(request.settings, prune=False)
+    )
+    (tmp_path / "b").mkdir()
+    runner = Slower()
+    search = Search(request, runner)
+    search.run()
+    assert search.ended != "compile does not pay" and len(runner.specs) > 5
