@@ -261,7 +261,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         default=DEFAULT["workload"],
         help=(
             "infer: eval() under no_grad; train: one training step (forward, loss, backward, "
-            "optimizer step), see the README's model file section"
+            "optimizer step), see docs/model-file.md"
         ),
     ),
     Option(

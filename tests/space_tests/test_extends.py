@@ -9,7 +9,7 @@ import pytest
 
 from autotune.space import SpaceError, load_space, space_from_dict
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SPACES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "spaces.md"
 
 
 def write(folder: Path, name: str, text: str) -> str:
@@ -104,8 +104,8 @@ def test_a_bad_extends_is_refused(tmp_path, text, expected):
         load_space(path, "cpu")
 
 
-def test_the_readme_example_is_a_valid_space(tmp_path):
-    section = README.read_text().split("## Search spaces", 1)[1].split("\n## ", 1)[0]
+def test_the_documented_example_is_a_valid_space(tmp_path):
+    section = SPACES_PAGE.read_text().split("# Search spaces", 1)[1].split("\n## ", 1)[0]
     example = section.split("```toml\n", 1)[1].split("```", 1)[0]
     space = load_space(write(tmp_path, "my-space.toml", example), "cuda")
     params = {k.param for k in space.knobs}
