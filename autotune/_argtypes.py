@@ -9,6 +9,7 @@ which a study's stored settings are checked with too.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -16,6 +17,40 @@ from autotune import _rules as rules
 from autotune._sizes import parse_size
 
 T = TypeVar("T")
+
+
+# --trial-host's former values -> today's ("warm" now means a compile with a filled cache).
+_FORMER_HOSTS = {"warm": "preloaded", "cold": "fresh"}
+
+
+def trial_host(text: str) -> str:
+    """``preloaded`` or ``fresh``; the former ``warm`` and ``cold`` are read as them, with a
+    note."""
+    if text in _FORMER_HOSTS:
+        print(
+            f"note: --trial-host {text} is now --trial-host {_FORMER_HOSTS[text]} (same meaning)",
+            file=sys.stderr,
+        )
+        return _FORMER_HOSTS[text]
+    return text
+
+
+def renamed(base: type[argparse.Action], flag: str) -> type[argparse.Action]:
+    """``base`` (a store or a switch) for a former name of ``flag``: it stores what ``flag``
+    would, after a note naming ``flag``."""
+
+    class Former(base):  # type: ignore[valid-type, misc]
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: object,
+            option_string: str | None = None,
+        ) -> None:
+            print(f"note: {option_string} is now {flag} (same meaning)", file=sys.stderr)
+            super().__call__(parser, namespace, values, option_string)
+
+    return Former
 
 
 def accuracy(text: str) -> str:

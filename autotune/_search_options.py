@@ -15,6 +15,7 @@ from autotune import _argtypes as argtypes
 from autotune._settings_table import DEFAULT, EFFORTS, MEASURE_SECONDS
 
 STORAGE_ENV = "AUTOTUNE_STORAGE"
+TRIAL_HOSTS = ("preloaded", "fresh")
 DEFAULT_STORAGE = "sqlite:///autotune.db"
 
 
@@ -25,6 +26,7 @@ class Option:
 
     flag: str
     help: str
+    aliases: tuple[str, ...] = ()  # former flags: still read, with a note naming this one
     dest: str | None = None
     action: str | None = None
     kind: str | None = None
@@ -73,7 +75,8 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
-        "--warm-start-from",
+        "--start-from",
+        aliases=("--warm-start-from",),
         metavar="STUDY",
         help=(
             "start from an earlier study (the same model elsewhere, or a similar model): its "
@@ -82,16 +85,18 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
-        "--warm-start-storage",
+        "--start-from-storage",
+        aliases=("--warm-start-storage",),
         metavar="URL",
-        help=("where the --warm-start-from study is (default: --storage)"),
+        help=("where the --start-from study is (default: --storage)"),
     ),
     Option(
-        "--warm-start-top",
+        "--start-from-top",
+        aliases=("--warm-start-top",),
         kind="positive_int",
         default=5,
         metavar="K",
-        help=("how many of its best configs --warm-start-from queues"),
+        help=("how many of its best configs --start-from queues"),
     ),
     Option(
         "--effort",
@@ -136,9 +141,11 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         dest="prune",
         action="store_false",
         help=(
-            "time every trial for the whole --measure-seconds; by default a sampled trial "
-            "whose running median speedup is clearly (95%% confidence) below the best trial's"
-            " lower quartile stops timing after a few rounds"
+            "time every trial for the whole --measure-seconds and search on whatever the "
+            "presets measured; by default a sampled trial whose running median speedup is "
+            "clearly (95%% confidence) below the best trial's lower quartile stops timing "
+            "after a few rounds, and no config is sampled once default compile and every "
+            "preset ran clearly slower than eager"
         ),
     ),
     Option(
@@ -248,7 +255,8 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
-        "--warm-start",
+        "--charge-warm-compile",
+        aliases=("--warm-start",),
         action="store_true",
         help=(
             "amortized objective and --pick: charge the warm compile (a restarted process "
@@ -331,11 +339,12 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--trial-host",
-        choices=("warm", "cold"),
-        default="warm",
+        kind="trial_host",
+        choices=TRIAL_HOSTS,
+        default="preloaded",
         help=(
-            "warm: fork each trial from a host that already imported torch and Inductor; "
-            "cold: a fresh Python process per trial"
+            "preloaded: fork each trial from a host process that already imported torch and "
+            "Inductor; fresh: a new Python process per trial"
         ),
     ),
     Option(
@@ -404,6 +413,13 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
 )
 
 BY_FLAG = {option.flag: option for option in SEARCH_OPTIONS}
+# Former names of options (their study-file keys and keyword arguments) -> today's: "warm"
+# now means one thing, a compile that finds its cache filled.
+RENAMED = {
+    former.lstrip("-").replace("-", "_"): option.name
+    for option in SEARCH_OPTIONS
+    for former in option.aliases
+}
 
 
 def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
@@ -425,3 +441,9 @@ def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
             kwargs["metavar"] = option.metavar
     kwargs.update(overrides)
     p.add_argument(flag, **kwargs)
+    for former in option.aliases:  # read as before, said once, left out of --help
+        base = p._registry_get("action", kwargs.get("action"), kwargs.get("action"))
+        quiet = {k: v for k, v in kwargs.items() if k not in ("help", "default", "action")}
+        action = argtypes.renamed(base, flag)
+        p.add_argument(former, help=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                       action=action, **quiet)  # fmt: skip

@@ -58,7 +58,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("preset_finalists", "--preset-finalists", ("preset_finalists",), True, default="best"),
     Setting("prune", "--no-prune", ("prune",), True, default=True),
     Setting("pick", "--pick", ("pick",), True),
-    Setting("warm_start", "--warm-start", ("warm_start",), True, default=False),
+    Setting("warm_start", "--charge-warm-compile", ("charge_warm_compile",), True, default=False),
     Setting("batch_sizes", "--batch-sizes", ("batch_sizes",)),
     Setting("max_latency_s", "--max-latency-ms", ("max_latency_ms",)),
     Setting("accuracy", "--accuracy", ("accuracy",)),

@@ -230,7 +230,7 @@ def run_study(
 
 
 def _add_prior(study: optuna.Study, space: Any, params: dict[str, Any], value: float) -> None:
-    """Tells the sampler an earlier study's result (as ``--warm-start-from`` does)."""
+    """Tells the sampler an earlier study's result (as ``--start-from`` does)."""
     study.add_trial(optuna.trial.create_trial(
         params=params, distributions=_distributions(space, params), value=value
     ))  # fmt: skip

@@ -15,7 +15,7 @@ generated kernels), so no trial is served a whole compiled graph from another; t
 of each way pays the cold kernel build. Overhead = trial wall time - its compile (first call)
 - its timed work.
 
-Part 2 runs ``autotune search`` for a whole study with ``--trial-host cold`` and ``warm``
+Part 2 runs ``autotune search`` for a whole study with ``--trial-host fresh`` and ``preloaded``
 (``--scope whole --finalists 0``: only the trials differ between the two).
 Writes ``benchmarks/results/trial_overhead_<device>.md`` (and prints it).
 """
@@ -52,7 +52,7 @@ def main() -> int:
         ("cold process, study cache", _per_trial(SubprocessRunner, fresh=False, n=n)),
         ("warm host, study cache", _per_trial(WarmHostRunner, fresh=False, n=n)),
     ]
-    studies = [(host, _study(host, args.study_trials)) for host in ("cold", "warm")]
+    studies = [(host, _study(host, args.study_trials)) for host in ("fresh", "preloaded")]
     report = _report(rows, studies, args)
     out = HERE / "results" / f"trial_overhead_{_device_slug()}.md"
     out.write_text(report)

@@ -131,7 +131,7 @@ def parse(parser: Parser, commands: dict[str, Parser], argv: list[str]) -> argpa
 
 def _urls(args: argparse.Namespace) -> list[str]:
     """The storage URLs a command was given, whose secrets no message may show."""
-    named = [getattr(args, "storage", None), getattr(args, "warm_start_storage", None)]
+    named = [getattr(args, "storage", None), getattr(args, "start_from_storage", None)]
     return [u for u in [*named, os.environ.get(STORAGE_ENV)] if isinstance(u, str)]
 
 

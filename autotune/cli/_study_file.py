@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from pathlib import Path
 from typing import Any
 
+from autotune._search_options import RENAMED
 from autotune._toml import read as read_toml
 from autotune.errors import UsageError
 
@@ -54,7 +56,9 @@ def study_options(path: Path, parser: argparse.ArgumentParser) -> list[str]:
     except OSError as exc:
         raise UsageError(f"The study file {path} is not valid TOML: {exc}.") from exc
     actions = {
-        a.dest: a for a in parser._actions if a.option_strings and a.dest not in _NOT_IN_FILES
+        a.dest: a
+        for a in parser._actions
+        if a.option_strings and a.dest not in _NOT_IN_FILES and a.help is not argparse.SUPPRESS
     }
     problems, options = [], []
     model = data.pop(MODEL_KEY, None)
@@ -64,7 +68,13 @@ def study_options(path: Path, parser: argparse.ArgumentParser) -> list[str]:
             f"{model!r}{_NOT_A_STUDY if isinstance(model, str) else ''}"
         )
     for key, value in data.items():
-        action = actions.get(key.replace("-", "_"))
+        name = key.replace("-", "_")
+        if name in RENAMED:  # a key's former name: read as today's, said once
+            print(
+                f"note: {path}: `{key}` is now `{RENAMED[name]}` (same meaning)", file=sys.stderr
+            )
+            name = RENAMED[name]
+        action = actions.get(name)
         if action is None:
             near = difflib.get_close_matches(key, list(actions), n=1)
             hint = f" (did you mean `{near[0]}`?)" if near else ""

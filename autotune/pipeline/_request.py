@@ -93,7 +93,7 @@ def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
         preset_finalists=args.preset_finalists,
         prune=args.prune,
         pick=args.pick,
-        warm_start=args.warm_start,
+        warm_start=args.charge_warm_compile,
         batch_sizes=batch_sizes,
         max_latency_s=max_latency_s,
         model_sha256=model_sha256(model),
@@ -105,10 +105,10 @@ def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
     if given is not None:
         given = frozenset(SETTINGS_OF[dest] for dest in given if dest in SETTINGS_OF)
     warm_start = None
-    if args.warm_start_from:
+    if args.start_from:
         from autotune.study import WarmStart
 
-        warm_start = WarmStart(args.warm_start_from, args.warm_start_storage, args.warm_start_top)
+        warm_start = WarmStart(args.start_from, args.start_from_storage, args.start_from_top)
     return SearchRequest(
         study, args.storage, settings, given=given,
         deadline=deadline or Deadline(), warm_start=warm_start,

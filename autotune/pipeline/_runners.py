@@ -1,5 +1,5 @@
 """The trial runners of a process that searches: one per --jobs on disjoint CPU cores, forked
-from a warm host or in fresh processes, or the runner ``$AUTOTUNE_TRIAL_RUNNER`` names."""
+from a preloaded host or in fresh processes, or the runner ``$AUTOTUNE_TRIAL_RUNNER`` names."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def trial_runner() -> TrialRunner | None:
 
 
 def trial_runners(args: Any, device: str) -> list[TrialRunner]:
-    """This process's trial runners: one per --jobs, the warm host or cold processes (or the
+    """This process's trial runners: one per --jobs, the preloaded host or fresh processes (or the
     runner $AUTOTUNE_TRIAL_RUNNER names)."""
     from autotune.trials import SubprocessRunner, WarmHostRunner
 
@@ -43,7 +43,7 @@ def trial_runners(args: Any, device: str) -> list[TrialRunner]:
     replaced = [trial_runner() for _ in cores]
     if all(replaced):
         return [r for r in replaced if r is not None]
-    kind = WarmHostRunner if args.trial_host == "warm" else SubprocessRunner
+    kind = WarmHostRunner if args.trial_host == "preloaded" else SubprocessRunner
     return [kind(cores=c) for c in cores]
 
 

@@ -35,7 +35,7 @@ def standing(records: RecordStore, study: optuna.Study, pareto: bool) -> Standin
     if pareto:
         return Standing(done, running)
     finished = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    # an earlier study's results told to the sampler (--warm-start-from) are not this study's
+    # an earlier study's results told to the sampler (--start-from) are not this study's
     own = [t for t in finished if PRIOR_ATTR not in t.user_attrs and t.value is not None]
     if not own:
         return Standing(done, running)

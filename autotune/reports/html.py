@@ -130,7 +130,7 @@ def _history(data: StudyData) -> go.Figure | None:
 
 
 def _own_trials(study: optuna.Study) -> tuple[optuna.Study, list[int]]:
-    """An in-memory copy of the study's finished trials without the priors a warm start told
+    """An in-memory copy of the study's finished trials without the priors a start-from study told
     the sampler (another study's results, not measured here), and each copied trial's number
     in the study."""
     import optuna

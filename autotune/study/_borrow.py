@@ -1,4 +1,4 @@
-"""``--warm-start-from STUDY``: a new study starts from what an earlier one learned.
+"""``--start-from STUDY``: a new study starts from what an earlier one learned.
 
 The earlier study's best configurations (by this study's objective) are queued first, to be
 measured here: the same model on other hardware or torch, or a similar model, often wins with
@@ -60,7 +60,7 @@ def borrow(
         stored = store.study_settings(source.study)
         if stored is None:
             raise UsageError(
-                f"--warm-start-from: there is no study {source.study!r} in "
+                f"--start-from: there is no study {source.study!r} in "
                 f"{redact_url(url)}; `autotune studies --storage URL` lists them."
             )
         records = store.trials(source.study)
@@ -73,8 +73,8 @@ def borrow(
     ]  # fmt: skip
     if not measured:
         raise UsageError(
-            f"--warm-start-from: study {source.study!r} has no measured configuration to "
-            "borrow yet; run it first, or start this study without --warm-start-from."
+            f"--start-from: study {source.study!r} has no measured configuration to "
+            "borrow yet; run it first, or start this study without --start-from."
         )
     trials = {t.number: t for t in _optuna_trials(source.study, url)}
     # The best K distinct codes: a config that generated code already timed takes no place.
@@ -154,10 +154,10 @@ def _summary(
 ) -> str:
     if queued:
         best = ", ".join(f"#{r.trial_number} ({objective.score(r) or 0.0:.3g})" for r in queued)
-        text = f"warm start: queued the {len(queued)} best configs of study {source.study!r} "
+        text = f"start from: queued the {len(queued)} best configs of study {source.study!r} "
         text += f"to measure here first: {best}"
     else:
-        text = f"warm start: none of study {source.study!r}'s best configs fits this space"
+        text = f"start from: none of study {source.study!r}'s best configs fits this space"
     if told:
         return text + f"; told the sampler its {told} measured results (same space and objective)"
     if same:  # the same space, but none of its trials had parameters to tell

@@ -1,6 +1,6 @@
 """Screening spends a study's seconds where configurations can differ.
 
-Two rules, both for the configurations the sampler draws (baselines, presets and warm-start
+Two rules, both for the configurations the sampler draws (baselines, presets and start-from
 configs are always timed in full, since the decision compares the others with them):
 
 - **Same code, one timing.** A trial whose generated code is identical to a trial already

@@ -78,7 +78,7 @@ class SearchRequest:
             counts only for knobs named here.
         allow_version_mismatch: Join even if this torch or triton differs from the study's.
         cache_limit_bytes: Past this, the kernel cache's oldest files are removed.
-        warm_start: An earlier study to start from (``--warm-start-from``), borrowed once.
+        warm_start: An earlier study to start from (``--start-from``), borrowed once.
     """
 
     study_name: str

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune._settings_table import CHANGEABLE, DEFAULT, OPTIONS
+from autotune._settings_table import CHANGEABLE, DEFAULT, OPTIONS, changeable_options
 from autotune.errors import UsageError
 from autotune.records import SETTINGS_REMEDY, SETTINGS_ROW, StudyRowError, settings_dict
 from autotune.study._settings_check import measure_settings, setting_problems
@@ -197,7 +197,7 @@ def _refusal(study: str, stored: StudySettings, requested: StudySettings, names:
             f"{option}: the study has {_show(stored, name)}, this run asks for "
             f"{_show(requested, name)}"
         )
-    changeable = ", ".join(sorted({OPTIONS[n] for n in CHANGEABLE}))
+    changeable = changeable_options()
     return (
         f"The study {study!r} already exists with other settings ({'; '.join(diffs)}). Its "
         "trials compare only under the settings they were measured with: leave these options "

@@ -1,4 +1,4 @@
-"""The warm trial host: imports torch, Dynamo and Inductor once, then forks one child per trial.
+"""The preloaded trial host: imports torch, Dynamo and Inductor once, then forks a child per trial.
 
 Run as ``python -m autotune.trials._host`` by :class:`WarmHostRunner`. It talks JSON lines:
 requests on stdin (``{"spec", "result", "log", "env"}``), replies on stdout (``{"ready"}``,

@@ -460,7 +460,7 @@ def _one(fn: Callable[..., Any], call: Call) -> Any:
 
 
 def _reset_counters() -> None:
-    """A trial forked from the warm host starts with the host's Dynamo state: clear it."""
+    """A trial forked from the preloaded host starts with the host's Dynamo state: clear it."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 

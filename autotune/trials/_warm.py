@@ -1,4 +1,4 @@
-"""Trials forked from a warm host: the isolation of a fresh process without its start-up tax.
+"""Trials forked from a preloaded host: the isolation of a fresh process without its start-up tax.
 
 A fresh Python process spends seconds importing torch and Inductor and probing the C++
 toolchain before a trial does any work. The host pays that once; each trial is a fork of it,
@@ -47,7 +47,7 @@ class _Host:
         if self.ready is None:
             self.ready = self.recv(_READY_TIMEOUT_S)
             if self.ready is None:
-                raise HostDied(f"the trial host did not warm up in {_READY_TIMEOUT_S:g} s")
+                raise HostDied(f"the trial host did not start up in {_READY_TIMEOUT_S:g} s")
         return self.ready
 
     def send(self, message: dict[str, Any]) -> None:
@@ -86,7 +86,7 @@ class _Host:
 
 
 class WarmHostRunner:
-    """Runs each trial as a fork of a warm host process (the default runner).
+    """Runs each trial as a fork of a preloaded host process (the default runner).
 
     Use it as a context manager, or call :meth:`close`, so the host goes when the study does.
     """

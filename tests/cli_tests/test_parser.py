@@ -130,8 +130,9 @@ def test_every_number_is_checked_at_parse_time(capsys, option, value, says):
 
 def test_given_names_only_the_options_on_the_command_line():
     parser, commands = build_parser()
-    given = commands["search"].given(["m.py", "--trials", "5", "--seed=3", "--warm-start"])
-    assert given == {"model", "trials", "seed", "warm_start"}
+    argv = ["m.py", "--trials", "5", "--seed=3", "--charge-warm-compile"]
+    given = commands["search"].given(argv)
+    assert given == {"model", "trials", "seed", "charge_warm_compile"}
     assert commands["search"].given(["m.py"]) == {"model"}
 
 
@@ -140,3 +141,40 @@ def _exit_code(fn, argv) -> int:
         return int(fn(argv))
     except SystemExit as exit_:
         return int(exit_.code or 0)
+
+
+@pytest.mark.parametrize(
+    ("former", "now", "dest", "value"),
+    [
+        (["--warm-start-from", "old"], "--start-from", "start_from", "old"),
+        (["--warm-start-storage", "sqlite:///x.db"], "--start-from-storage",
+         "start_from_storage", "sqlite:///x.db"),
+        (["--warm-start-top", "3"], "--start-from-top", "start_from_top", 3),
+        (["--warm-start"], "--charge-warm-compile", "charge_warm_compile", True),
+        (["--trial-host", "warm"], "--trial-host preloaded", "trial_host", "preloaded"),
+        (["--trial-host", "cold"], "--trial-host fresh", "trial_host", "fresh"),
+    ],
+)  # fmt: skip
+def test_the_former_warm_names_still_read_with_a_note_naming_todays(
+    capsys, former, now, dest, value
+):
+    """ "warm" means one thing now, a compile that finds its cache filled: the options that
+    used the word for something else were renamed, and their former names still work."""
+    parser, commands = build_parser()
+    args = commands["search"].parse_args(["m.py", *former])
+    assert getattr(args, dest) == value
+    assert f"is now {now} (same meaning)" in capsys.readouterr().err
+    if former[0] != "--trial-host":  # --help shows today's names only
+        assert f"{former[0]} " not in _help(capsys, "search")
+    assert commands["search"].given(["m.py", *former]) == {"model", dest}
+
+
+def test_a_study_files_former_key_is_read_as_todays(tmp_path, capsys):
+    from autotune.cli._study_file import study_options
+
+    parser, commands = build_parser()
+    study = tmp_path / "study.toml"
+    study.write_text('model = "m.py"\nwarm_start_from = "old"\ntrials = 3\n')
+    words = study_options(study, commands["search"])
+    assert "--start-from=old" in words and "--trials=3" in words
+    assert "`warm_start_from` is now `start_from` (same meaning)" in capsys.readouterr().err

@@ -105,8 +105,8 @@ def test_other_settings_cannot_change_on_resume_and_every_difference_is_named(ru
     ):
         assert difference in out
     assert (
-        "Only --compile-budget-factor, --finalists, --no-prune, --pick, --precision, "
-        "--preset-finalists, --trials, --warm-start may change"
+        "Only --charge-warm-compile, --compile-budget-factor, --finalists, --no-prune, --pick, "
+        "--precision, --preset-finalists and --trials may change"
     ) in " ".join(out.split())
     assert len(runs) == before
 

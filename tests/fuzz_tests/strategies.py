@@ -483,6 +483,7 @@ STUDY_KEYS = (
     "allow_numerics_changes", "cache_limit", "memory_budget", "precision", "effort", "help",
     "debug", "quiet", "no_worker", "remeasure", "pareto-axes", "trial_host", "jobs", "calls",
     "max_latency_ms", "storage", "out", "pick", "warm_start", "timeout", "accuracy",
+    "charge_warm_compile", "start_from",
 )  # fmt: skip
 STUDY_WORDS = (
     "m.py", "study.toml", "other.toml", "./study.toml", "missing.py", "cpu", "cuda", "cuda:1",

@@ -66,7 +66,7 @@ def test_the_best_configs_are_measured_first_and_the_sampler_is_told(
     assert len(borrowed) == 1 and PRIOR_ATTR not in borrowed[0].user_attrs
     priors = [t for t in trials if PRIOR_ATTR in t.user_attrs]
     assert len(priors) == len(earlier_records)  # same space and objective: told every result
-    assert any("warm start: queued the 1 best configs of study 'a'" in n for n in notes)
+    assert any("start from: queued the 1 best configs of study 'a'" in n for n in notes)
     assert any(f"told the sampler its {len(earlier_records)} measured results" in n for n in notes)
     # priors are no records and no budget: two search trials were measured here
     measured = [r for r in records if r.baseline is None and r.duplicate_of is None]
