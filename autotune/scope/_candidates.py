@@ -215,7 +215,8 @@ class _Verdicts:
 
     def around(self, regions: list[str], looped: list[str]) -> list[str]:
         """``regions``, each that holds a part of ``looped`` replaced by the known parts inside
-        it that hold none (a region the tree knows nothing inside of stays as it is)."""
+        it that hold none and are not broken (a region the tree knows nothing inside of stays
+        as it is)."""
         paths: list[str] = []
         for region in regions:
             held = [p for p in looped if _inside(p, [region])]
@@ -223,7 +224,10 @@ class _Verdicts:
             if not held or not inside:
                 paths.append(region)
                 continue
-            paths += [p for p in inside if not any(_inside(h, [p], itself=True) for h in held)]
+            paths += [
+                p for p in inside if not any(_inside(h, [p], itself=True) for h in held)
+                and not any(_inside(p, [b], itself=True) for b in self.bad)  # never compiled
+            ]  # fmt: skip
         return _outermost(paths)
 
 

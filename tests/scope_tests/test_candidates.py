@@ -180,3 +180,15 @@ def test_the_plan_is_plain_json_and_keeps_its_choices():
     assert again.content_hash() == plan.content_hash()
     with pytest.raises(KeyError, match="'regional:Nope' is not in this plan"):
         plan.candidate("regional:Nope")
+
+
+def test_a_region_split_around_a_looped_part_never_compiles_a_broken_one():
+    """Found by the probe tests: splitting the whole model around slower Layer blocks once
+    compiled the broken part beside them."""
+    probes = [probe(p.target, q3=0.5, paths=p.paths) for p in healthy_probes()]
+    probes[4] = probe("bad", "crash", reason="the trial process died of SIGABRT")
+    plan = build_plan(tree(), probes, "inductor")
+    for candidate in plan.candidates:
+        assert "bad" not in candidate.scope.compile, candidate
+    split = plan.candidate("whole-disable:Layer").scope
+    assert split == Scope(("embed", "chatty", "head"))
