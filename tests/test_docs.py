@@ -40,3 +40,40 @@ def test_the_nav_lists_every_page_once():
     nav = re.findall(r"^\s+- .*?\b([\w-]+\.md)$", (ROOT / "mkdocs.yml").read_text(), re.M)
     pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
     assert sorted(nav) == pages
+
+
+def _examples():
+    spec = importlib.util.spec_from_file_location("examples", ROOT / "docs" / "examples.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("examples", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_example_quoted_is_the_recorded_run():
+    """README and pages quote one recorded run (docs/examples/), never another: a page whose
+    quote differs is named; `python docs/examples.py` quotes it again."""
+    examples = _examples()
+    assert examples.check() == [], "run: python docs/examples.py"
+    marked = [p for p in examples.pages() if "<!-- example " in p.read_text()]
+    assert {p.name for p in marked} >= {
+        "README.md", "quickstart.md", "records.md", "best-config.md", "verify.md"
+    }  # fmt: skip
+
+
+def test_the_recorded_run_says_the_same_numbers_everywhere():
+    """The file the search wrote, its trial line, `show` and `verify` give one speedup."""
+    import json
+
+    folder = ROOT / "docs" / "examples" / "convnet"
+    best = json.loads((folder / "best_config.json").read_text())
+    search, show, verify = (
+        (folder / name).read_text() for name in ("search.txt", "show.txt", "verify.txt")
+    )
+    speedup = best["metrics"]["speedup_vs_eager"]
+    assert f"Best: trial {best['source']['trial']}:" in search
+    assert f"{speedup:.3f}x eager" in search  # Why: trial N was the best ... 2.078x eager
+    assert f"Claims: {speedup:.2f}x eager" in show
+    assert f"claimed {speedup:.3f}x" in verify
+    assert best["source"]["study"] == "convnet-cpu" and "study 'convnet-cpu'" in search
