@@ -24,9 +24,11 @@ from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
 from autotune.ship import existing_file, write_entry
 from autotune.study import (
+    CLEARLY_SLOWER_Q3,
     Objective,
     PickRule,
     StudySettings,
+    candidates,
     eager_baseline,
     grace_s,
     local_device_name,
@@ -109,6 +111,11 @@ def finalize(
         records = _for_device(everywhere, settings, device, for_device, on_note)
         _require_eager(study, everywhere, "; run its search (autotune search) first")
         chosen = finalist_candidates(records, settings)
+        if not chosen and settings.finalists and candidates(records):
+            on_note(
+                "finalists skipped: every candidate ran clearly slower than eager in the "
+                "search's paired rounds, so re-measuring them cannot make compiling pay"
+            )
         finalists: list[Finalist] | None = None
         found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
         if found is not None:
@@ -218,7 +225,9 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
     ``settings.finalists`` is 0 or no compiled config qualifies. No configuration is in it
     twice (its key: the config, and the batch size where searched). The best preset of the
     space measured is always among them, so the winner is re-measured beside it; with
-    ``preset_finalists="all"``, every measured preset is."""
+    ``preset_finalists="all"``, every measured preset is. Under the latency objective, none
+    when every one of them ran clearly slower than eager (the third quartile of its paired
+    rounds below 1.0x): the file then says do not compile on the search's rounds."""
     if not settings.finalists:
         return []
     if settings.pareto:
@@ -234,7 +243,14 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
     unique: dict[str, TrialRecord] = {}
     for r in chosen:
         unique.setdefault(r.config_hash, r)
+    if settings.objective == "latency" and not any(map(_may_beat_eager, unique.values())):
+        return []  # every one ran clearly slower than eager: re-measuring changes nothing
     return list(unique.values())
+
+
+def _may_beat_eager(r: TrialRecord) -> bool:
+    """Not clearly slower than eager: faster in at least one of four paired rounds."""
+    return r.speedup_vs_eager_q3 is None or r.speedup_vs_eager_q3 >= CLEARLY_SLOWER_Q3
 
 
 def _recorded(

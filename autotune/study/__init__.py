@@ -19,6 +19,7 @@ from autotune.study._inert import describe as describe_inert
 from autotune.study._inert import inert_knobs, sampled_params
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls, scored_trial
 from autotune.study._pareto import PickRule, axis_value, front, parse_axes
+from autotune.study._queue import CLEARLY_SLOWER_Q3
 from autotune.study._records import (
     candidates,
     eager_baseline,
@@ -35,6 +36,7 @@ from autotune.study._storage import grace_s, open_optuna_storage
 __all__ = [
     "BASELINE_ATTR",
     "CHANGEABLE",
+    "CLEARLY_SLOWER_Q3",
     "METRIC_PREFIX",
     "OBJECTIVES",
     "PRESET_ATTR",

@@ -193,3 +193,18 @@ def test_one_preset_that_pays_or_no_prune_keeps_the_search_going(tmp_path, model
     search = Search(request, runner)
     search.run()
     assert search.ended != "compile does not pay" and len(runner.specs) > 5
+
+
+def test_no_finalist_is_remeasured_when_every_candidate_ran_clearly_slower(
+    tmp_path, model_file, space_file
+):
+    """Re-measuring configs that lost to eager in three of four paired rounds cannot make
+    compiling pay: the decision rests on the search's rounds (on pytorch-autotune's ground,
+    the finalist round was most of the wall time)."""
+    search = Search(_request(tmp_path, model_file, space_file, trials=8), Slower())
+    records = search.run()
+    settings = search.session.settings
+    assert settings.finalists == 1 and finalist_candidates(records, settings) == []
+    close = [dataclasses.replace(r, speedup_vs_eager_q3=1.01) if r.baseline == "default" else r
+             for r in records]  # fmt: skip
+    assert [r.baseline for r in finalist_candidates(close, settings)] == [None, "default"]
