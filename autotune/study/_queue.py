@@ -106,8 +106,9 @@ def compile_does_not_pay(session: Session) -> str | None:
     if paying:
         return None
     best = max((r.speedup_vs_eager or 0.0 for r in measured if r.status == "ok"), default=0.0)
+    which = "the preset" if len(presets) == 1 else f"all {len(presets)} presets"
     return (
-        f"default torch.compile and all {len(presets)} presets ran clearly slower than eager "
+        f"default torch.compile and {which} ran clearly slower than eager "
         f"(the best {best:.2f}x, each below 1.0x in three of four paired rounds): compiling "
         "does not pay on this model, so no configuration is sampled (--no-prune searches on)"
     )
