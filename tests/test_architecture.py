@@ -3,26 +3,18 @@ import graph regenerated from the code; the README links to the layout."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from docs_scripts import load
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _architecture_module():
     pytest.importorskip("grimp")  # the dev extra (import-linter) brings it
-    spec = importlib.util.spec_from_file_location(
-        "architecture", ROOT / "docs" / "architecture.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("architecture", module)
-    spec.loader.exec_module(module)
-    return module
+    return load("architecture")
 
 
 def _packages() -> set[str]:

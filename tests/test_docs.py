@@ -3,24 +3,17 @@ holds every page (CI builds it with `mkdocs build --strict`, which checks links 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import sys
 from pathlib import Path
+
+from docs_scripts import load
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli_reference():
-    spec = importlib.util.spec_from_file_location(
-        "cli_reference", ROOT / "docs" / "cli_reference.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("cli_reference", module)
-    spec.loader.exec_module(module)
-    return module
+    return load("cli_reference")
 
 
 def test_the_cli_page_is_the_generators_output(monkeypatch):
@@ -43,12 +36,7 @@ def test_the_nav_lists_every_page_once():
 
 
 def _examples():
-    spec = importlib.util.spec_from_file_location("examples", ROOT / "docs" / "examples.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("examples", module)
-    spec.loader.exec_module(module)
-    return module
+    return load("examples")
 
 
 def test_every_example_quoted_is_the_recorded_run():
