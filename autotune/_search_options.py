@@ -144,8 +144,9 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
             "time every trial for the whole --measure-seconds and search on whatever the "
             "presets measured; by default a sampled trial whose running median speedup is "
             "clearly (95%% confidence) below the best trial's lower quartile stops timing "
-            "after a few rounds, and no config is sampled once default compile and every "
-            "preset ran clearly slower than eager"
+            "after a few rounds, no config is sampled once default compile and every preset "
+            "ran clearly slower than eager, and no finalist is re-measured when every "
+            "candidate did"
         ),
     ),
     Option(

@@ -4,11 +4,13 @@
     python docs/examples.py            # quote the recorded outputs in README.md and docs/*.md
     python docs/examples.py --check    # say every quote that differs (tests/test_docs.py)
 
-``--record`` runs, in a scratch folder (``studies/`` linked in, so the commands read as the
-README's), the first set-up command's search of the convnet, then ``autotune report``,
-``autotune show`` and ``autotune verify`` on what it wrote, and keeps each output (the command
-first, as ``$ autotune ...``) and the best-config file in ``docs/examples/convnet/``: minutes,
-on an idle machine. A page quotes one with a marker line before a fenced block::
+``--record`` runs, in a scratch folder per model (``studies/`` and ``benchmarks/`` linked in,
+so the commands read as the docs' do), the first set-up command's search of the convnet, then
+``autotune report``, ``autotune show`` and ``autotune verify`` on what it wrote, the MLP's
+search (run again, and with another seed) and a ``--pareto`` search of the encoder, and keeps
+each output (the command first, as ``$ autotune ...``) in ``docs/examples/`` with the convnet's
+best-config file: minutes, on an idle machine. A page quotes one with a marker line before a
+fenced block::
 
     <!-- example convnet/search.txt -->
     <!-- example convnet/search.txt keep=^(study |Best:) -->
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -41,6 +44,9 @@ RUNS = [  # (file, the autotune command's arguments), in the order they run
     ("mlp/again.txt", ["search", "studies/mlp.py", "--device", "cpu", "--trials", "4"]),
     ("mlp/seed.txt", ["search", "studies/mlp.py", "--device", "cpu", "--trials", "4",
                       "--seed", "1"]),
+    ("encoder/pareto.txt", ["search", "benchmarks/models/encoder.py", "--device", "cpu",
+                            "--pareto", "--pick", "fastest,compile<=30", "--trials", "6",
+                            "--scope", "whole", "--finalists", "2"]),
 ]  # fmt: skip
 MARKER = re.compile(r"^<!-- example (\S+)(?: (keep|section)=(.*?))? -->$")
 
@@ -58,7 +64,8 @@ def record(only: list[str] | None = None) -> None:
             folder = Path(scratch) / name.split("/")[0]  # one folder per model's study
             if not folder.exists():
                 folder.mkdir()
-                (folder / "studies").symlink_to(ROOT / "studies")
+                for linked in ("studies", "benchmarks"):  # the example models, by their paths
+                    (folder / linked).symlink_to(ROOT / linked)
             env["AUTOTUNE_CACHE_DIR"] = str(folder / "kernels")  # empty for each model
             run = subprocess.run([str(autotune), *args], cwd=folder, env=env, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
@@ -67,7 +74,7 @@ def record(only: list[str] | None = None) -> None:
                 raise SystemExit(f"autotune {' '.join(args)} failed:\n{run.stdout[-3000:]}")
             path = EXAMPLES / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"$ autotune {' '.join(args)}\n{run.stdout.rstrip()}\n")
+            path.write_text(f"$ autotune {shlex.join(args)}\n{run.stdout.rstrip()}\n")
             print(f"recorded {path.relative_to(ROOT)}", flush=True)
         written = Path(scratch) / "convnet" / "best_config.json"
         if written.exists():  # the convnet's search ran

@@ -28,7 +28,6 @@ from autotune.study import (
     Objective,
     PickRule,
     StudySettings,
-    candidates,
     eager_baseline,
     grace_s,
     local_device_name,
@@ -111,7 +110,7 @@ def finalize(
         records = _for_device(everywhere, settings, device, for_device, on_note)
         _require_eager(study, everywhere, "; run its search (autotune search) first")
         chosen = finalist_candidates(records, settings)
-        if not chosen and settings.finalists and candidates(records):
+        if _all_clearly_slower(_candidates(records, settings), settings):
             on_note(
                 "finalists skipped: every candidate ran clearly slower than eager in the "
                 "search's paired rounds, so re-measuring them cannot make compiling pay"
@@ -220,14 +219,26 @@ def _for_device(
 
 
 def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> list[TrialRecord]:
+    """:func:`_candidates`, none when every one ran clearly slower than eager (the third
+    quartile of its paired rounds below 1.0x) under the latency objective with screening on
+    (``--no-prune`` re-measures them all the same): re-measuring cannot make compiling pay,
+    and the file says do not compile on the search's rounds."""
+    chosen = _candidates(records, settings)
+    return [] if _all_clearly_slower(chosen, settings) else chosen
+
+
+def _all_clearly_slower(chosen: list[TrialRecord], settings: StudySettings) -> bool:
+    screened = settings.prune and settings.objective == "latency"
+    return bool(chosen) and screened and not any(map(_may_beat_eager, chosen))
+
+
+def _candidates(records: list[TrialRecord], settings: StudySettings) -> list[TrialRecord]:
     """The records :func:`finalize` re-measures: the best ``settings.finalists`` configs (for
     ``--pareto``, those on the front the --pick rule admits) and default compile; none when
     ``settings.finalists`` is 0 or no compiled config qualifies. No configuration is in it
     twice (its key: the config, and the batch size where searched). The best preset of the
     space measured is always among them, so the winner is re-measured beside it; with
-    ``preset_finalists="all"``, every measured preset is. Under the latency objective, none
-    when every one of them ran clearly slower than eager (the third quartile of its paired
-    rounds below 1.0x): the file then says do not compile on the search's rounds."""
+    ``preset_finalists="all"``, every measured preset is."""
     if not settings.finalists:
         return []
     if settings.pareto:
@@ -243,8 +254,6 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
     unique: dict[str, TrialRecord] = {}
     for r in chosen:
         unique.setdefault(r.config_hash, r)
-    if settings.objective == "latency" and not any(map(_may_beat_eager, unique.values())):
-        return []  # every one ran clearly slower than eager: re-measuring changes nothing
     return list(unique.values())
 
 

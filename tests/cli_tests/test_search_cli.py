@@ -368,10 +368,29 @@ def test_a_search_runs_end_to_end_on_postgresql(postgres_url, tmp_path, model_fi
     study, the baselines and trials, the finalists' round, the file; then a second run of the
     finished study decides from what is recorded."""
     out = tmp_path / "best_config.json"
-    argv = ["search", model_file("tiny"), "--storage", postgres_url, "--out", str(out),
-            "--study", "pg", "--space", space_file("aot_eager"), "--scope", "whole",
-            "--trials", "2", "--finalists", "1", "--measure-seconds", "0.2",
-            "--device", "cpu"]  # fmt: skip
+    argv = [
+        "search",
+        model_file("tiny"),
+        "--storage",
+        postgres_url,
+        "--out",
+        str(out),
+        "--study",
+        "pg",
+        "--space",
+        space_file("aot_eager"),
+        "--scope",
+        "whole",
+        "--trials",
+        "2",
+        "--finalists",
+        "1",
+        "--measure-seconds",
+        "0.2",
+        "--device",
+        "cpu",
+        "--no-prune",
+    ]  # fmt: skip  (the round even where eager wins)
     assert main(argv) == 0, capsys.readouterr()
     capsys.readouterr()
     study = optuna.load_study(study_name="pg", storage=postgres_url)
