@@ -4,10 +4,11 @@
     python docs/examples.py            # quote the recorded outputs in README.md and docs/*.md
     python docs/examples.py --check    # say every quote that differs (tests/test_docs.py)
 
-``--record`` runs, in a scratch folder per model (``studies/`` and ``benchmarks/`` linked in,
-so the commands read as the docs' do), the first set-up command's search of the convnet, then
-``autotune report``, ``autotune show`` and ``autotune verify`` on what it wrote, the MLP's
-search (run again, and with another seed) and a ``--pareto`` search of the encoder, and keeps
+``--record`` runs, in a scratch folder per model (``studies/``, ``benchmarks/`` and ``tests/``
+linked in, so the commands read as the docs' do), the first set-up command's search of the
+convnet, then ``autotune report``, ``autotune show`` and ``autotune verify`` on what it wrote,
+the MLP's search (run again, and with another seed), the scope probes of a model with broken
+parts and a ``--pareto`` search of the encoder, and keeps
 each output (the command first, as ``$ autotune ...``) in ``docs/examples/`` with the convnet's
 best-config file: minutes, on an idle machine. A page quotes one with a marker line before a
 fenced block::
@@ -44,6 +45,9 @@ RUNS = [  # (file, the autotune command's arguments), in the order they run
     ("mlp/again.txt", ["search", "studies/mlp.py", "--device", "cpu", "--trials", "4"]),
     ("mlp/seed.txt", ["search", "studies/mlp.py", "--device", "cpu", "--trials", "4",
                       "--seed", "1"]),
+    ("mixed/search.txt", ["search", "tests/fixtures/models/scope_mixed.py", "--device", "cpu",
+                          "--space", "tests/fixtures/spaces/aot_eager.toml", "--trials", "2",
+                          "--finalists", "0", "--compile-budget", "20"]),
     ("encoder/pareto.txt", ["search", "benchmarks/models/encoder.py", "--device", "cpu",
                             "--pareto", "--pick", "fastest,compile<=30", "--trials", "6",
                             "--scope", "whole", "--finalists", "2"]),
@@ -64,7 +68,7 @@ def record(only: list[str] | None = None) -> None:
             folder = Path(scratch) / name.split("/")[0]  # one folder per model's study
             if not folder.exists():
                 folder.mkdir()
-                for linked in ("studies", "benchmarks"):  # the example models, by their paths
+                for linked in ("studies", "benchmarks", "tests"):  # the models, by their paths
                     (folder / linked).symlink_to(ROOT / linked)
             env["AUTOTUNE_CACHE_DIR"] = str(folder / "kernels")  # empty for each model
             run = subprocess.run([str(autotune), *args], cwd=folder, env=env, text=True,
