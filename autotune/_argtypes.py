@@ -21,16 +21,22 @@ T = TypeVar("T")
 
 # --trial-host's former values -> today's ("warm" now means a compile with a filled cache).
 _FORMER_HOSTS = {"warm": "preloaded", "cold": "fresh"}
+# The notes on former names said in this process: a command line is parsed more than once (a
+# study file's expansion, the options given, the parse itself), each note is said once.
+_SAID: set[str] = set()
+
+
+def _note_once(text: str) -> None:
+    if text not in _SAID:
+        _SAID.add(text)
+        print(f"note: {text}", file=sys.stderr)
 
 
 def trial_host(text: str) -> str:
     """``preloaded`` or ``fresh``; the former ``warm`` and ``cold`` are read as them, with a
     note."""
     if text in _FORMER_HOSTS:
-        print(
-            f"note: --trial-host {text} is now --trial-host {_FORMER_HOSTS[text]} (same meaning)",
-            file=sys.stderr,
-        )
+        _note_once(f"--trial-host {text} is now --trial-host {_FORMER_HOSTS[text]} (same meaning)")
         return _FORMER_HOSTS[text]
     return text
 
@@ -47,7 +53,7 @@ def renamed(base: type[argparse.Action], flag: str) -> type[argparse.Action]:
             values: object,
             option_string: str | None = None,
         ) -> None:
-            print(f"note: {option_string} is now {flag} (same meaning)", file=sys.stderr)
+            _note_once(f"{option_string} is now {flag} (same meaning)")
             super().__call__(parser, namespace, values, option_string)
 
     return Former
