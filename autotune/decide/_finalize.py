@@ -24,10 +24,10 @@ from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
 from autotune.ship import existing_file, write_entry
 from autotune.study import (
-    CLEARLY_SLOWER_Q3,
     Objective,
     PickRule,
     StudySettings,
+    clearly_slower,
     eager_baseline,
     grace_s,
     local_device_name,
@@ -109,12 +109,13 @@ def finalize(
         everywhere = store.trials(study)
         records = _for_device(everywhere, settings, device, for_device, on_note)
         _require_eager(study, everywhere, "; run its search (autotune search) first")
-        chosen = finalist_candidates(records, settings)
-        if _all_clearly_slower(_candidates(records, settings), settings):
+        chosen = _candidates(records, settings)
+        if _all_clearly_slower(chosen, settings):
             on_note(
                 "finalists skipped: every candidate ran clearly slower than eager in the "
                 "search's paired rounds, so re-measuring them cannot make compiling pay"
             )
+            chosen = []
         finalists: list[Finalist] | None = None
         found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
         if found is not None:
@@ -229,7 +230,7 @@ def finalist_candidates(records: list[TrialRecord], settings: StudySettings) -> 
 
 def _all_clearly_slower(chosen: list[TrialRecord], settings: StudySettings) -> bool:
     screened = settings.prune and settings.objective == "latency"
-    return bool(chosen) and screened and not any(map(_may_beat_eager, chosen))
+    return bool(chosen) and screened and all(map(clearly_slower, chosen))
 
 
 def _candidates(records: list[TrialRecord], settings: StudySettings) -> list[TrialRecord]:
@@ -255,11 +256,6 @@ def _candidates(records: list[TrialRecord], settings: StudySettings) -> list[Tri
     for r in chosen:
         unique.setdefault(r.config_hash, r)
     return list(unique.values())
-
-
-def _may_beat_eager(r: TrialRecord) -> bool:
-    """Not clearly slower than eager: faster in at least one of four paired rounds."""
-    return r.speedup_vs_eager_q3 is None or r.speedup_vs_eager_q3 >= CLEARLY_SLOWER_Q3
 
 
 def _recorded(

@@ -19,7 +19,7 @@ from autotune.study._inert import describe as describe_inert
 from autotune.study._inert import inert_knobs, sampled_params
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls, scored_trial
 from autotune.study._pareto import PickRule, axis_value, front, parse_axes
-from autotune.study._queue import CLEARLY_SLOWER_Q3
+from autotune.study._queue import clearly_slower
 from autotune.study._records import (
     candidates,
     eager_baseline,
@@ -36,7 +36,6 @@ from autotune.study._storage import grace_s, open_optuna_storage
 __all__ = [
     "BASELINE_ATTR",
     "CHANGEABLE",
-    "CLEARLY_SLOWER_Q3",
     "METRIC_PREFIX",
     "OBJECTIVES",
     "PRESET_ATTR",
@@ -44,6 +43,7 @@ __all__ = [
     "axis_value",
     "break_even_calls",
     "candidates",
+    "clearly_slower",
     "describe_inert",
     "eager_baseline",
     "eager_baselines",

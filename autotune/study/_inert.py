@@ -19,11 +19,15 @@ from autotune.study._attrs import BASELINE_ATTR, BORROWED_ATTR, PRESET_ATTR
 COLLAPSING = ("inductor.", "dynamo.")
 
 
+def sampled(trial: Any) -> bool:
+    """Whether the sampler drew ``trial`` (an Optuna trial): not a baseline, a preset or a
+    config borrowed from an earlier study."""
+    return not any(a in trial.user_attrs for a in (BASELINE_ATTR, PRESET_ATTR, BORROWED_ATTR))
+
+
 def sampled_params(trials: Iterable[Any]) -> dict[int, dict[str, Any]]:
-    """The Optuna params of the trials the sampler drew (baselines, presets and configs
-    borrowed from an earlier study left out), by trial number."""
-    queued = (BASELINE_ATTR, PRESET_ATTR, BORROWED_ATTR)
-    return {t.number: dict(t.params) for t in trials if not any(a in t.user_attrs for a in queued)}
+    """The Optuna params of the trials the sampler drew, by trial number."""
+    return {t.number: dict(t.params) for t in trials if sampled(t)}
 
 
 def inert_knobs(

@@ -7,6 +7,7 @@ from typing import Any
 
 from optuna.trial import TrialState
 
+from autotune.records import TrialRecord
 from autotune.study._attrs import BASELINE_ATTR, BATCH_ATTR, PRESET_ATTR
 from autotune.study._session import Session
 from autotune.study._settings import StudySettings
@@ -78,6 +79,13 @@ def enqueue_presets(session: Session) -> None:
 CLEARLY_SLOWER_Q3 = 1.0
 
 
+def clearly_slower(r: TrialRecord) -> bool:
+    """Slower than eager in at least three of four paired rounds (its third quartile below
+    1.0x); False for a trial without paired rounds."""
+    q3 = r.speedup_vs_eager_q3
+    return q3 is not None and q3 < CLEARLY_SLOWER_Q3
+
+
 def compile_does_not_pay(session: Session) -> str | None:
     """Why sampling would be spent on nothing, or None: default torch.compile and every preset
     the study queued have run (at least one preset), and each ran clearly slower than eager
@@ -98,12 +106,8 @@ def compile_does_not_pay(session: Session) -> str | None:
     measured = default + [records[t.number] for t in presets if t.number in records]
     if not default or len(measured) < len(presets) + 1:
         return None
-    paying = [
-        r
-        for r in measured
-        if r.status == "ok" and (r.speedup_vs_eager_q3 or 0) >= CLEARLY_SLOWER_Q3
-    ]
-    if paying:
+    timed = [r for r in measured if r.status == "ok" and r.speedup_vs_eager_q3 is not None]
+    if not all(map(clearly_slower, timed)):
         return None
     best = max((r.speedup_vs_eager or 0.0 for r in measured if r.status == "ok"), default=0.0)
     which = "the preset" if len(presets) == 1 else f"all {len(presets)} presets"

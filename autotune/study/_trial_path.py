@@ -31,7 +31,7 @@ from autotune.study._attrs import (
 from autotune.study._cache import cache_bytes, prune
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
-from autotune.study._inert import describe, inert_knobs, sampled_params
+from autotune.study._inert import describe, inert_knobs, sampled, sampled_params
 from autotune.study._records import to_record, trial_key
 from autotune.study._screen import known_code, reuse_timing, stop_below
 from autotune.study._session import Session
@@ -150,12 +150,11 @@ class TrialPath:
     def _inert(self, trial: optuna.Trial) -> list[str]:
         """The knobs a sampled trial leaves to torch: those two earlier trials showed to change
         nothing on this model (:mod:`autotune.study._inert`); recorded on the trial."""
-        attrs = trial.user_attrs
-        if any(a in attrs for a in (BASELINE_ATTR, PRESET_ATTR, BORROWED_ATTR)):
+        if not sampled(trial):
             return []
         s = self.session
-        sampled = sampled_params(s.study.get_trials(deepcopy=False))
-        inert = inert_knobs(sampled, s.records.trials(s.name))
+        params = sampled_params(s.study.get_trials(deepcopy=False))
+        inert = inert_knobs(params, s.records.trials(s.name))
         new = {k: v for k, v in inert.items() if k not in self.told_inert}
         if new:
             self.told_inert |= set(new)
