@@ -8,11 +8,13 @@
 #
 # TESTS=0 skips the checks and tests (a second call on a warm machine). The machine lacks
 # autotune's dependencies: fetch them first here with ../shared/gpu/fetch-wheels.sh .whl and carry
-# .whl (NO_WHEELS=1 skips installing them). DEVICE (default cuda), TRIALS (default 8),
-# COMPILE_BUDGET (default 90), TESTS_S (the tests' time limit, default 240; collecting alone took
+# .whl (NO_WHEELS=1 skips installing them; for the transformers models also fetch transformers
+# tokenizers huggingface-hub safetensors regex httpx2 click typer hf-xet: huggingface_hub 1.x
+# imports httpx2, and its own dependencies come with it only when fetched with them).
+# DEVICE (default cuda), TRIALS (default 8), COMPILE_BUDGET (default 90), TESTS_S (the tests' time limit, default 240; collecting alone took
 # over 50 s on an H200), PYTEST_K (a pytest -k selection of the GPU tests),
 # ACCURACY (an accuracy contract, e.g. 'cosine>=0.999': puts TF32 and autocast in the space),
-# SEARCH_EXTRA (more options for each search, e.g. '--preset-finalists best --precision 0.05').
+# SEARCH_EXTRA (more options for each search, e.g. '--preset-finalists best --precision 0.05'), FINAL_S (seconds after the search for the finalist round and verify, default 150)
 set -u
 model=${1:?model}
 search_s=${2:?search seconds}
@@ -46,7 +48,7 @@ print(torch.cuda.get_device_name(), torch.cuda.get_device_capability())"
   echo "exit $?" >> "$out/pytest_gpu.log"
 fi
 keep=/tmp/gpu_proof_keep
-timeout $((search_s + 150)) python3 benchmarks/suite.py --device "$device" --models "$model" \
+timeout $((search_s + ${FINAL_S:-150})) python3 benchmarks/suite.py --device "$device" --models "$model" \
   --trials "${TRIALS:-8}" --finalists 2 --verify 1 --verbose --keep "$keep" \
   ${ACCURACY:+--accuracy "$ACCURACY"} \
   --search-args "--timeout $search_s --compile-budget ${COMPILE_BUDGET:-90} --measure-seconds 1 ${SEARCH_EXTRA:-}" \
