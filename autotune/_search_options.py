@@ -142,11 +142,12 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         action="store_false",
         help=(
             "time every trial for the whole --measure-seconds and search on whatever the "
-            "presets measured; by default a sampled trial whose running median speedup is "
-            "clearly (95%% confidence) below the best trial's lower quartile stops timing "
-            "after a few rounds, no config is sampled once default compile and every preset "
-            "ran clearly slower than eager, and no finalist is re-measured when every "
-            "candidate did"
+            "presets measured; by default a sampled trial times a quarter of "
+            "--measure-seconds first and goes on only if its median speedup reaches the best "
+            "trial's lower quartile, one whose running median is clearly (95%% confidence) "
+            "below it stops timing after a few rounds, no config is sampled once default "
+            "compile and every preset ran clearly slower than eager, and no finalist is "
+            "re-measured when every candidate did"
         ),
     ),
     Option(

@@ -127,6 +127,7 @@ class _Plan:
     precision: float | None = None
     max_seconds: float | None = None
     stop_below: float | None = None
+    screen_seconds: float | None = None
 
 
 class _Timer(Protocol):
@@ -177,6 +178,7 @@ def interleaved_timing(
     precision: float | None = None,
     max_seconds: float | None = None,
     stop_below: float | None = None,
+    screen_seconds: float | None = None,
 ) -> Timing:
     """Time ``eager_fn`` against ``compiled_fn`` in interleaved rounds.
 
@@ -196,6 +198,12 @@ def interleaved_timing(
     slower than that, and timing it longer would only say by how much
     (``Timing.stopped_early``).
 
+    With ``stop_below`` and ``screen_seconds``, the timing is successive halving's: once
+    ``screen_seconds`` of rounds (and ``min_rounds``, at least 10) are done, the rounds go on to
+    ``target_seconds`` only if the median ratio so far reaches ``stop_below``; a candidate not
+    within reach stops there (``Timing.stopped_early``). The check is made once, at the end of
+    that first stage; the confidence rule above holds before and after it.
+
     On CUDA, a 256 MB buffer for the L2 flushes is allocated: read peak memory before timing,
     or reset it after.
 
@@ -213,6 +221,8 @@ def interleaved_timing(
         max_seconds: With ``precision``, wall time on rounds at most (default: 5 times
             ``target_seconds``).
         stop_below: A median ratio that, once known to be out of reach, ends the rounds.
+        screen_seconds: With ``stop_below``, the first stage's seconds of rounds: a median
+            below ``stop_below`` at its end ends the rounds.
 
     Returns:
         The per-call times of both functions and their per-round ratios.
@@ -221,8 +231,9 @@ def interleaved_timing(
         TimeoutError: The deadline passed before one round could be timed.
     """
     plan = _Plan(
-        min_rounds, max_rounds, target_seconds, deadline, precision, max_seconds, stop_below
-    )
+        min_rounds, max_rounds, target_seconds, deadline, precision, max_seconds, stop_below,
+        screen_seconds,
+    )  # fmt: skip
     _check_plan(plan, warmup)
     resolved = resolve(device)
     timer: _Timer = _CudaTimer(resolved) if resolved.type == "cuda" else _CpuTimer()
@@ -275,6 +286,8 @@ def _check_plan(plan: _Plan, warmup: int) -> None:
         raise ValueError(f"`target_seconds >= 0` must hold, but got {plan.target_seconds}.")
     if plan.precision is not None and not 0 < plan.precision < 1:
         raise ValueError(f"`0 < precision < 1` must hold, but got precision={plan.precision}.")
+    if plan.screen_seconds is not None and plan.screen_seconds < 0:
+        raise ValueError(f"`screen_seconds >= 0` must hold, but got {plan.screen_seconds}.")
     if plan.max_seconds is not None and plan.max_seconds < plan.target_seconds:
         raise ValueError(
             "`max_seconds >= target_seconds` must hold, but got "
@@ -348,6 +361,7 @@ def _run_rounds(
     pairs: list[tuple[float, float]] = []
     ratios: list[float] = []  # kept sorted, for the precision check
     started = time.monotonic()
+    screened = plan.stop_below is None or plan.screen_seconds is None
     while len(pairs) < plan.max_rounds:
         now = time.monotonic()
         if len(pairs) >= plan.min_rounds and now - started >= plan.target_seconds:
@@ -363,7 +377,21 @@ def _run_rounds(
         round_estimate = time.monotonic() - now
         if _out_of_reach(plan, ratios):
             return pairs, True
+        if not screened and _first_stage_done(plan, ratios, time.monotonic() - started):
+            screened = True
+            if _median(ratios) < (plan.stop_below or 0.0):
+                return pairs, True
     return pairs, False
+
+
+def _first_stage_done(plan: _Plan, ordered_ratios: list[float], spent: float) -> bool:
+    """Whether successive halving's first stage (``plan.screen_seconds``) is over."""
+    enough = len(ordered_ratios) >= max(plan.min_rounds, _MIN_ROUNDS_FOR_CI)
+    return enough and spent >= (plan.screen_seconds or 0.0)
+
+
+def _median(ordered: Sequence[float]) -> float:
+    return _quantile(ordered, 0.5)
 
 
 def _out_of_reach(plan: _Plan, ordered_ratios: list[float]) -> bool:

@@ -3,8 +3,10 @@ searches (the baselines), then the space's presets, ahead of any sampled configu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import optuna
 from optuna.trial import TrialState
 
 from autotune.records import TrialRecord
@@ -29,6 +31,32 @@ def pending_baselines(session: Session) -> list[tuple[str, int | None]]:
         for t in waiting
         if BASELINE_ATTR in t.user_attrs
     ]
+
+
+def pending_presets(session: Session) -> int:
+    """How many presets wait in the queue."""
+    states = (TrialState.WAITING,)
+    waiting = session.db(lambda: session.study.get_trials(deepcopy=False, states=states))
+    return sum(PRESET_ATTR in t.user_attrs for t in waiting)
+
+
+def run_queued(
+    session: Session, run: Callable[[optuna.Trial], object], must_stop: Callable[[], bool]
+) -> optuna.Trial | None:
+    """Runs the waiting baselines, then the waiting presets (each compiles the whole model),
+    until ``must_stop``: the scope probes come after them, so that a search that stops because
+    compiling does not pay has probed nothing. Returns a trial asked that was neither (another
+    process took the last one), for the caller to run once the scope plan is known."""
+    waiting: list[tuple[Callable[[Session], object], str]] = [
+        (pending_baselines, BASELINE_ATTR), (pending_presets, PRESET_ATTR),
+    ]  # fmt: skip
+    for pending, attr in waiting:
+        while pending(session) and not must_stop():
+            trial = session.ask()
+            if attr not in trial.user_attrs:
+                return trial
+            run(trial)
+    return None
 
 
 def enqueue_missing_baselines(session: Session) -> None:

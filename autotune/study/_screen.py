@@ -7,12 +7,18 @@ configs are always timed in full, since the decision compares the others with th
   measured (see autotune.trials._code) is compiled, checked against eager, and not timed: it
   takes that trial's measurement, is recorded as its equivalent, and Optuna is told the same
   value. It still counts toward ``--trials``: it compiled.
-- **Clearly slower stops early.** Once the best trial so far is known, a trial whose running
-  median speedup is below the best's lower quartile with 95% confidence stops timing after
-  ten rounds (``--no-prune`` turns this off). The median it reached is its measurement: Optuna
-  is told it as the value, which ranks it where it belongs. Only for objectives that rank
-  trials by their speedup at one batch size (latency, throughput): under ``amortized`` a
-  slower steady state can still win on compile time.
+- **Successive halving.** Once the best trial so far is known, a trial times a first stage of
+  a quarter of ``--measure-seconds`` (at least ten rounds), and goes on to the full timing
+  only if its median speedup so far reaches the best's lower quartile: only the trials within
+  reach of the best are timed in full.
+- **Clearly slower stops early.** At any round from the tenth, a trial whose running median
+  speedup is below the best's lower quartile with 95% confidence stops timing.
+
+Either way the median it reached is its measurement: Optuna is told it as the value, which
+ranks it where it belongs, and the decision still rests on the finalists' paired, re-measured
+rounds. ``--no-prune`` turns both off. Only for objectives that rank trials by their speedup
+at one batch size (latency, throughput): under ``amortized`` a slower steady state can still
+win on compile time.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import dataclasses
 
 from autotune.records import TrialRecord
 from autotune.study._records import MEASUREMENTS, candidates
-from autotune.trials import TrialResult
+from autotune.trials import MeasureSettings, TrialResult
 
 PRUNED_OBJECTIVES = ("latency", "throughput")
 # What an equivalent trial takes from the trial that timed its code: the steady state.
@@ -51,6 +57,14 @@ def stop_below(records: list[TrialRecord], objective: str, batch_size: int | Non
         return None
     best = max(_timed(records, batch_size), key=lambda r: r.speedup_vs_eager or 0.0, default=None)
     return best.speedup_vs_eager_q1 if best is not None else None
+
+
+SCREEN_SHARE = 0.25  # successive halving's first stage: this share of --measure-seconds
+
+
+def screen_seconds(measure: MeasureSettings) -> float:
+    """Successive halving's first stage for a trial timing by ``measure``."""
+    return measure.target_seconds * SCREEN_SHARE
 
 
 def reuse_timing(result: TrialResult, timed: TrialRecord) -> TrialResult:

@@ -22,7 +22,7 @@ from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.scope import SCOPE_PARAM, ScopePlan
-from autotune.study._attrs import BASELINE_ATTR, CONSTRAINT_ATTR
+from autotune.study._attrs import CONSTRAINT_ATTR
 from autotune.study._borrow import borrow
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
@@ -32,6 +32,7 @@ from autotune.study._queue import (
     enqueue_missing_baselines,
     enqueue_presets,
     pending_baselines,
+    run_queued,
 )
 from autotune.study._scope_claim import settle_scope_plan
 from autotune.study._session import SearchRequest, Session, StudyNotFound
@@ -120,12 +121,10 @@ class Search:
             )  # fmt: skip
         early: optuna.Trial | None = None  # a search trial asked before the scope plan is known
         try:
-            while pending_baselines(self.session) and not self._must_stop():
-                trial = self.session.ask()
-                if BASELINE_ATTR not in trial.user_attrs:  # another process took the last one
-                    early = trial
-                    break
-                self.trials.run(self.runners[0], trial)
+            # The baselines, then the presets, before the scope probes (see run_queued).
+            early = run_queued(
+                self.session, lambda t: self.trials.run(self.runners[0], t), self._must_stop
+            )
             if not self._must_stop():
                 self.trials.plan = settle_scope_plan(self.session, self.runners[0], self.deadline)
         except BaseException as exc:

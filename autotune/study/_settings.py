@@ -53,8 +53,9 @@ class StudySettings:
     ]  # configs re-measured cold and warm before the winner is chosen
     # Which of the space's measured presets join them: "best" (the best-scoring one) or "all".
     preset_finalists: str = DEFAULT["preset_finalists"]
-    # A sampled trial clearly slower than the best so far stops timing early (latency and
-    # throughput studies; see autotune.study._screen).
+    # A sampled trial not within reach of the best so far stops timing after a short first
+    # stage, one clearly slower at any round (latency and throughput studies; see
+    # autotune.study._screen).
     prune: bool = DEFAULT["prune"]
     pick: str | None = None  # --pareto: the rule that picks from the front
     warm_start: bool = DEFAULT[

@@ -130,6 +130,7 @@ MEASURE_RULES: dict[str, Check] = {
     "precision": _optional(_number(rules.fraction)),
     "max_seconds": _optional(_number(rules.positive_float)),
     "stop_below": _optional(_number(rules.positive_float)),
+    "screen_seconds": _optional(_number(rules.positive_float)),
 }
 # One rule per setting of StudySettings (tests/study_tests/test_settings_rows.py holds them
 # to the dataclass); the command line's option for each is in autotune.study._settings.OPTIONS.

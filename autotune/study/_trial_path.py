@@ -33,7 +33,7 @@ from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
 from autotune.study._inert import describe, inert_knobs, sampled, sampled_params
 from autotune.study._records import to_record, trial_key
-from autotune.study._screen import known_code, reuse_timing, stop_below
+from autotune.study._screen import known_code, reuse_timing, screen_seconds, stop_below
 from autotune.study._session import Session
 from autotune.study._settings import ADAPTIVE_FLOOR_S, StudySettings
 from autotune.study._storage import heartbeat_s, retrying
@@ -189,15 +189,17 @@ class TrialPath:
             self.session.recover_stale()
 
     def _screened(self, spec: TrialSpec, batch: int | None) -> TrialSpec:
-        """A sampled trial skips timing code the study already timed, and stops timing early
-        when clearly slower than the best so far (see autotune.study._screen)."""
+        """A sampled trial skips timing code the study already timed, times a short first
+        stage and goes on only within reach of the best so far, and stops timing early when
+        clearly slower than it (see autotune.study._screen)."""
         s = self.session
         records = s.db(s.records.trials, s.name)
         below = stop_below(records, s.settings.objective, batch) if s.settings.prune else None
+        screen = screen_seconds(spec.measure) if below is not None else None
         return dataclasses.replace(
             spec,
             known_code=known_code(records, batch),
-            measure=dataclasses.replace(spec.measure, stop_below=below),
+            measure=dataclasses.replace(spec.measure, stop_below=below, screen_seconds=screen),
         )
 
     def _timing_of(self, number: int, result: TrialResult, trial: int) -> TrialResult | None:

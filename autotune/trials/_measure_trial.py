@@ -442,6 +442,7 @@ def _time(
             precision=s.precision,
             max_seconds=s.max_seconds,
             stop_below=s.stop_below,
+            screen_seconds=s.screen_seconds,
         )
     except Exception as exc:
         raise classify(exc, None) from exc

@@ -47,6 +47,9 @@ class MeasureSettings:
     # Stop timing early once the median speedup is known (95%) to be below this: the trial is
     # clearly slower than the best so far (see autotune.study._prune). None: never.
     stop_below: float | None = None
+    # With stop_below: successive halving's first stage, in seconds of rounds; a median below
+    # stop_below at its end stops the timing there (the trial is not within reach of the best).
+    screen_seconds: float | None = None
 
     def precise(self, precision: float | None) -> MeasureSettings:
         """These settings, timing on past ``target_seconds`` until the 95% confidence interval

@@ -580,8 +580,8 @@ SETTINGS_KEYS = (
     "objective", "calls", "memory_budget_bytes", "pareto", "finalist_precision", "trials",
     "finalists", "preset_finalists", "prune", "pick", "warm_start", "batch_sizes",
     "max_latency_s", "model_sha256", "triton_version", "accuracy", "warmup", "min_rounds",
-    "max_rounds",
-    "target_seconds", "precision", "max_seconds", "stop_below", "candidates", "probes", "tree",
+    "max_rounds", "target_seconds", "precision", "max_seconds", "stop_below", "screen_seconds",
+    "candidates", "probes", "tree",
     "backend", "name", "fullgraph", "note", "compile", "disable", "newer_setting",
 )  # fmt: skip
 SETTINGS_WORDS = (

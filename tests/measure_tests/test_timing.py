@@ -236,3 +236,34 @@ def test_stop_below_waits_for_min_rounds(clock: FakeClock) -> None:
     timing = interleaved_timing(eager, compiled, "cpu", min_rounds=25, target_seconds=0.5,
                                 stop_below=0.5)  # fmt: skip
     assert timing.stopped_early and timing.rounds == 25
+
+
+def test_successive_halving_stops_a_candidate_out_of_reach_after_its_first_stage(
+    clock: FakeClock,
+) -> None:
+    # ratios within 1/4..1/3, median about 0.29: below 0.3, but not with 95% confidence yet
+    eager, compiled = clock.costs(TICK), clock.costs(*JITTER)
+    plan = {"min_rounds": 10, "target_seconds": 0.5}
+    halved = interleaved_timing(eager, compiled, "cpu", stop_below=0.3, screen_seconds=0.125,
+                                **plan)  # fmt: skip
+    confident = interleaved_timing(eager, compiled, "cpu", stop_below=0.3, **plan)
+    assert halved.stopped_early and halved.ratio.median < 0.3
+    assert halved.rounds < confident.rounds
+    elapsed = halved.rounds * (TICK + sum(JITTER) / len(JITTER)) * halved.calls_per_sample
+    assert 0.125 <= elapsed < 0.25  # it stopped at the end of the first stage, not later
+
+
+def test_successive_halving_times_a_candidate_within_reach_in_full(clock: FakeClock) -> None:
+    eager, compiled = clock.costs(TICK), clock.costs(*JITTER)
+    plan = {"min_rounds": 10, "target_seconds": 0.5}
+    within = interleaved_timing(eager, compiled, "cpu", stop_below=0.27, screen_seconds=0.125,
+                                **plan)  # fmt: skip
+    plain = interleaved_timing(eager, compiled, "cpu", **plan)
+    assert not within.stopped_early and within.rounds == plain.rounds
+    unset = interleaved_timing(eager, compiled, "cpu", screen_seconds=0.125, **plan)
+    assert not unset.stopped_early and unset.rounds == plain.rounds  # needs stop_below
+
+
+def test_a_negative_first_stage_is_refused(clock: FakeClock) -> None:
+    with pytest.raises(ValueError, match="screen_seconds >= 0"):
+        interleaved_timing(_noop, _noop, "cpu", stop_below=1.0, screen_seconds=-1.0)

@@ -179,6 +179,32 @@ def test_when_default_and_every_preset_run_clearly_slower_nothing_is_sampled(
     assert made.decision == "do_not_compile"
 
 
+def test_a_search_that_stops_there_probes_no_part_of_the_model(tmp_path, model_file, space_file):
+    """The presets run before the scope probes: on a model where compiling does not pay, no
+    part is probed; where a preset pays, the probes run after the presets."""
+    request = _request(tmp_path, model_file, space_file, trials=8)
+    request = dataclasses.replace(
+        request, settings=dataclasses.replace(request.settings, scope="search")
+    )
+    runner = Slower()
+    search = Search(request, runner)
+    search.run()
+    assert search.ended == "compile does not pay"
+    assert len(runner.specs) == 5 and search.trials.plan is None  # nothing probed
+    (tmp_path / "b").mkdir()
+    request = dataclasses.replace(request, storage=f"sqlite:///{tmp_path}/b/t.db")
+    runner = Slower(fast={"freezing": True})
+    search = Search(request, runner)
+    search.run()
+    assert search.trials.plan is not None
+    probes = [i for i, spec in enumerate(runner.specs) if _probe(spec)]
+    assert probes and min(probes) == 5, probes  # after eager, default and the three presets
+
+
+def _probe(spec: TrialSpec) -> bool:
+    return bool(spec.config) and spec.config["scope"]["compile"] not in ([], [""])
+
+
 def test_one_preset_that_pays_or_no_prune_keeps_the_search_going(tmp_path, model_file, space_file):
     runner = Slower(fast={"freezing": True})
     search = Search(_request(tmp_path, model_file, space_file, trials=8), runner)

@@ -106,15 +106,19 @@ def test_baselines_and_presets_are_timed_in_full(tmp_path, model_file, space_fil
     for kind, spec in zip(kinds, runner.specs, strict=True):
         if kind == "fixed":
             assert spec.known_code == {} and spec.measure.stop_below is None
+            assert spec.measure.screen_seconds is None  # timed in full
         else:  # default compile (1.1x, q1 1.09) was timed first: the floor is known
             assert spec.known_code and spec.measure.stop_below is not None
             assert spec.measure.stop_below >= 1.09
+            # successive halving: a quarter of the timing first, the rest only within reach
+            assert spec.measure.screen_seconds == spec.measure.target_seconds / 4
 
 
 def test_no_prune_times_every_trial_to_the_end(tmp_path, model_file, space_file):
     runner = ByCode()
     Search(_request(tmp_path, model_file, space_file, trials=6, prune=False), runner).run()
     assert all(spec.measure.stop_below is None for spec in runner.specs)
+    assert all(spec.measure.screen_seconds is None for spec in runner.specs)
 
 
 def _record(number: int, speedup: float, q1: float, **fields) -> TrialRecord:
