@@ -22,9 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import optuna
 import torch
 
 from autotune.records import RecordStore, TrialRecord
+from autotune.study._attrs import LEFT_ATTR
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from suite import MODELS, device_name  # noqa: E402
@@ -72,39 +74,59 @@ def _model(name: str, args: argparse.Namespace) -> str:
         wall_s = time.monotonic() - started
         with RecordStore(storage) as store:
             records = store.trials("screening")
-    return _section(name, records, wall_s)
+        study = optuna.load_study(study_name="screening", storage=storage)
+        left = [t.number for t in study.trials if t.user_attrs.get(LEFT_ATTR)]
+    return _section(name, records, wall_s, left)
 
 
-def _section(name: str, records: list[TrialRecord], wall_s: float) -> str:
+def _section(name: str, records: list[TrialRecord], wall_s: float, left: list[int]) -> str:
     searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
     same = [r for r in searched if r.equivalent_of is not None]
     early = [r for r in searched if r.pruned and r.equivalent_of is None]
+    nothing = [r for r in searched if r.failure_kind == "no_graph"]
+    failed = [r for r in searched if r.status != "ok" and r not in nothing]
     full = [r for r in searched if r.status == "ok" and r not in same and r not in early]
     typical = statistics.median(_timing(r) for r in full) if full else 0.0
-    spared = typical * len(same) + sum(max(0.0, typical - _timing(r)) for r in early)
+    spared = {
+        "same": typical * len(same),
+        "early": sum(max(0.0, typical - _timing(r)) for r in early),
+    }
+    whole = wall_s + sum(spared.values())  # the search's time had nothing been spared
     rows = [
-        ("timed in full", full),
-        ("same code as an earlier trial (not timed)", same),
-        ("stopped timing early", early),
-        ("failed", [r for r in searched if r.status != "ok"]),
-    ]
+        ("timed in full", full, None),
+        ("same code as an earlier trial (not timed)", same, spared["same"]),
+        ("stopped timing early (first stage out of reach, or clearly slower)", early,
+         spared["early"]),
+        ("compiled no graph (not timed, not counted)", nothing, None),
+        ("failed", failed, None),
+    ]  # fmt: skip
     lines = [
         f"## {name}",
         "",
         f"{len(searched)} search trials in {wall_s:.0f} s (baselines and presets included in "
         f"the wall time; {sum(1 for r in records if r.duplicate_of is not None)} config "
-        f"duplicates reused besides). Screening spared about {spared:.0f} s of timing.",
+        f"duplicates reused besides). Screening spared about {sum(spared.values()):.0f} s of "
+        f"timing, {sum(spared.values()) / whole:.0%} of what the search would have taken. "
+        f"Trials that left a knob shown inert to torch: {len(left)}"
+        + (f" (#{', #'.join(map(str, left))})." if left else "."),
         "",
-        "| trials | count | timing (median, s) | timing (sum, s) |",
-        "|---|---|---|---|",
+        "| trials | count | share of trials | timing (median, s) | timing (sum, s) "
+        "| spared (s, share of the search) |",
+        "|---|---|---|---|---|---|",
     ]
-    for label, group in rows:
+    for label, group, saved in rows:
         times = [_timing(r) for r in group]
         median = f"{statistics.median(times):.2f}" if times else "-"
-        lines.append(f"| {label} | {len(group)} | {median} | {sum(times):.1f} |")
+        share = f"{len(group) / len(searched):.0%}" if searched else "-"
+        cell = f"{saved:.1f} ({saved / whole:.0%})" if saved is not None else "-"
+        lines.append(
+            f"| {label} | {len(group)} | {share} | {median} | {sum(times):.1f} | {cell} |"
+        )
     if same:
         pairs = ", ".join(f"#{r.trial_number} = #{r.equivalent_of}" for r in same)
         lines += ["", f"Equivalents (trial = the trial that timed its code): {pairs}."]
+    for r in failed + nothing:
+        lines.append(f"- #{r.trial_number} {r.failure_kind}: `{r.brief}`: {(r.error or '')[:160]}")
     for r in early:
         lines.append(
             f"- #{r.trial_number} stopped after {r.result.get('rounds')} rounds at "

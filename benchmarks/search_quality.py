@@ -1,28 +1,31 @@
-"""How close does the search get to the exhaustive optimum? Measure a whole space once, then
-replay search strategies against the table.
+"""How close does the search get to the exhaustive optimum, and how many configurations an
+hour does it measure? Replays searches against a space measured whole
+(``benchmarks/quality_table.py``).
 
-    python benchmarks/search_quality.py --measure studies/mlp.py \\
-        --space benchmarks/quality_cpu.toml --out benchmarks/results/quality_mlp_cpu.parquet
-    python benchmarks/search_quality.py --replay benchmarks/results/quality_mlp_cpu.parquet \\
-        --seeds 50 --budgets 5,10,20,30 [--json out.json]
+    python benchmarks/search_quality.py benchmarks/results/quality_convnet_cpu_quiet.parquet \\
+        --seeds 50 --budgets 10,20,32 [--json out.json]
 
-``--measure`` runs every configuration of the space once through the normal trial path (the
-warm trial host, a shared kernel cache, interleaved timing against eager inside each trial)
-and writes one row per configuration: its Optuna parameters, config hash, speedup over eager
-with its quartiles, compile time and status.
+Each replayed search is an in-memory Optuna study whose trials look their configuration up in
+the table instead of measuring it. A trial measures one of the tabled runs of the code its
+configuration generated, drawn at random (configurations that generated the same code share
+their runs: the table's own process-to-process noise); a configuration's *true* speedup is the
+median of those runs. The search is replayed as autotune runs it: default compile first, then
+the presets, then the sampler's trials; a configuration drawn again is reused and does not
+count; and, by the search's ``Mechanisms``, a configuration whose code was timed takes that
+timing, a trial clearly slower than the best stops timing at ten rounds, successive halving
+times a quarter first, knobs shown inert are left to torch, and the finalists (the best three
+observed, or more where their spreads reach the best's, and default compile) are re-measured
+with a third of the noise; the best of them ships and is scored by its true speedup. Every
+trial costs what its configuration's cold run cost in the table (compile, process, timing at
+the search's ``--measure-seconds``), the finalist round too.
 
-``--replay`` runs each strategy as an in-memory Optuna study whose trials look their
-configuration up in the table instead of measuring it, with the table's own measured noise
-added (a normal draw with the spread its quartiles give), as the search sees it; a repeated
-configuration is reused and does not count against the budget (as autotune does). The pick
-at each budget is made as autotune makes it: the three best *observed* trials are re-measured
-as finalists (with a third of the noise: finalists time about ten times the rounds), and the
-best of them is scored by its *true* (tabled) speedup. Reported
-per strategy and budget: the median and worst-decile fraction of the exhaustive optimum's
-speedup the pick reaches, and how often the pick is the optimum within noise (its true speedup
-at least the optimum's lower quartile). The warm-start line replays a study warm-started from
-an earlier replayed study of the same table (another seed): trials until it first measures a
-config within noise of the optimum, against a cold study.
+Reported per sampler and per search, at each budget: the median and worst-decile fraction of
+the exhaustive optimum's speedup the pick reaches, how often the pick is the optimum within
+noise (at least the slowest run of the optimum's code), and configurations (distinct codes)
+measured per hour of search; per search, the share of trials and time each screening
+mechanism spared. The warm-start line replays a study warm-started from an earlier replayed
+study of the same table (another seed): trials until it first measures a config within noise
+of the optimum, against a cold study.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,76 +96,6 @@ def configs_of(space: Any) -> dict[str, tuple[dict[str, Any], Any]]:
     return configs
 
 
-def measure(model: str, space_path: str, out: str, device: str, limit: int | None) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from autotune.space import load_space
-    from autotune.trials import MeasureSettings, TrialSpec, WarmHostRunner
-
-    space = load_space(space_path, device)
-    configs = configs_of(space)
-    items = list(configs.items())[:limit] if limit else list(configs.items())
-    print(f"{space.name}: {len(items)} distinct configurations of {space.size}", file=sys.stderr)
-    rows: list[dict[str, Any]] = []
-    cache = Path(out).with_suffix(".kernels")
-    started = time.monotonic()
-    with WarmHostRunner() as runner:
-        for i, (digest, (params, config)) in enumerate(items):
-            spec = TrialSpec(model_path=model, device=device, config=config.to_dict(),
-                             measure=MeasureSettings(target_seconds=1.0), cache_dir=str(cache),
-                             budget_s=300.0)  # fmt: skip
-            result = runner.run(spec)
-            rows.append({
-                "config_hash": digest, "params": json.dumps(params, sort_keys=True),
-                "brief": config.brief(), "status": result.status,
-                "failure_kind": result.failure_kind, "speedup": result.speedup_vs_eager,
-                "q1": result.speedup_vs_eager_q1, "q3": result.speedup_vs_eager_q3,
-                "compile_s": result.compile_time_s, "wall_s": result.wall_time_s,
-            })  # fmt: skip
-            left = (time.monotonic() - started) / (i + 1) * (len(items) - i - 1)
-            print(f"{i + 1}/{len(items)} {config.brief()[:70]}: {result.status} "
-                  f"{result.speedup_vs_eager or 0:.3f}x (about {left / 60:.0f} min left)",
-                  file=sys.stderr, flush=True)  # fmt: skip
-    table = pa.Table.from_pylist(rows)
-    meta = {"model": model, "space": space.to_dict(), "device": device}
-    table = table.replace_schema_metadata({"autotune": json.dumps(meta)})
-    pq.write_table(table, out)
-
-
-# --- replay ------------------------------------------------------------------------------
-
-
-class Table:
-    def __init__(self, path: str) -> None:
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
-        meta = json.loads(table.schema.metadata[b"autotune"])
-        from autotune.space import space_from_dict
-
-        self.space = space_from_dict(meta["space"], meta["device"])
-        self.model = meta["model"]
-        self.rows = {r["config_hash"]: r for r in table.to_pylist()}
-        ok = [r for r in self.rows.values() if r["status"] == "ok" and r["speedup"]]
-        self.best = max(ok, key=lambda r: r["speedup"])
-        self.optimum = self.best["speedup"]
-        self.noise_floor = self.best["q1"] or self.optimum
-
-    def true_speedup(self, digest: str) -> float:
-        row = self.rows.get(digest)
-        return row["speedup"] if row and row["status"] == "ok" and row["speedup"] else 0.0
-
-    def observe(self, digest: str, rng: random.Random, scale: float = 1.0) -> float | None:
-        """What a search trial would measure: the tabled speedup plus its measured noise (the
-        spread its quartiles give, times ``scale``)."""
-        row = self.rows.get(digest)
-        if row is None or row["status"] != "ok" or not row["speedup"]:
-            return None
-        sigma = max(0.0, (row["q3"] or row["speedup"]) - (row["q1"] or row["speedup"])) / 1.349
-        return max(0.0, rng.gauss(row["speedup"], sigma * scale))
-
-
 def _sampler(strategy: str, seed: int, budget: int) -> optuna.samplers.BaseSampler:
     from autotune.study._explore import ExploringSampler
 
@@ -183,52 +116,6 @@ def _sampler(strategy: str, seed: int, budget: int) -> optuna.samplers.BaseSampl
     raise ValueError(strategy)
 
 
-def run_study(
-    table: Table,
-    strategy: str,
-    seed: int,
-    budget: int,
-    prior: list[tuple[dict[str, Any], float]] | None = None,
-    on_trial: Callable[[int, str], None] = lambda n, digest: None,
-) -> list[tuple[str, float | None]]:
-    """One replayed study: the (config hash, observed speedup) of each measured trial, in
-    order; duplicates reuse the first measurement and do not count."""
-    from autotune.study._explore import ExploringSampler
-
-    rng = random.Random(seed * 7919 + 17)
-    sampler = _sampler(strategy, seed, budget)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    space = table.space
-    if "+presets" in strategy:
-        for preset in space.presets:
-            study.enqueue_trial({}, {"preset": preset.name})
-    if prior:
-        for params, _ in prior[:5]:
-            study.enqueue_trial(params)
-        for params, value in prior:
-            _add_prior(study, space, params, value)
-    seen: dict[str, float | None] = {}
-    measured: list[tuple[str, float | None]] = []
-    asks = 0
-    while len(measured) < budget and asks < budget * 8 and len(seen) < len(table.rows):
-        asks += 1
-        trial = study.ask()
-        name = trial.user_attrs.get("preset")
-        preset = space.preset(name) if name else None
-        config = space.preset_config(preset) if preset else space.suggest(trial)
-        digest = config.config_hash()
-        if digest in seen:
-            value = seen[digest]
-            if isinstance(sampler, ExploringSampler):
-                sampler.explore_next()
-        else:
-            value = seen[digest] = table.observe(digest, rng)
-            measured.append((digest, value))
-            on_trial(len(measured), digest)
-        study.tell(trial, value if value is not None else 0.0)
-    return measured
-
-
 def _add_prior(study: optuna.Study, space: Any, params: dict[str, Any], value: float) -> None:
     """Tells the sampler an earlier study's result (as ``--start-from`` does)."""
     study.add_trial(optuna.trial.create_trial(
@@ -245,57 +132,378 @@ def _distributions(space: Any, params: dict[str, Any]) -> dict[str, Any]:
     return dict(trial.distributions)
 
 
+# --- the table ---------------------------------------------------------------------------
+
+
+class Table:
+    """A measured space (``benchmarks/quality_table.py``): every configuration's runs, grouped
+    by the identity of the code it generated. Configurations that compiled the same code run
+    at the same speed, so a group's runs, from every one of its configurations and processes,
+    are samples of one truth: a configuration's *true* speedup is the median of its group's
+    runs. (A table without code identities, measured before they were recorded, makes each
+    configuration its own group of one run.)"""
+
+    def __init__(self, path: str) -> None:
+        import pyarrow.parquet as pq
+
+        from autotune.space import space_from_dict
+
+        table = pq.read_table(path)
+        self.meta = json.loads(table.schema.metadata[b"autotune"])
+        self.space = space_from_dict(self.meta["space"], self.meta["device"])
+        self.model = self.meta["model"]
+        self.rows = {r["config_hash"]: r for r in table.to_pylist()}
+        self.runs = {d: _runs_of(r) for d, r in self.rows.items()}
+        self.code = {d: r.get("code_hash") or d for d, r in self.rows.items()}
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for digest, row in self.rows.items():
+            if _ok(row):
+                groups.setdefault(self.code[digest], []).extend(self.runs[digest])
+        self.groups = groups
+        self.truth = {code: statistics.median(r["speedup"] for r in runs)
+                      for code, runs in groups.items()}  # fmt: skip
+        ok = [d for d, r in self.rows.items() if _ok(r)]
+        self.best = self.rows[max(ok, key=self.true_speedup)]
+        self.optimum = self.true_speedup(self.best["config_hash"])
+        # Within noise of the optimum: at least the slowest of its own group's run medians
+        # (its lower quartile, for a group of one run).
+        best_runs = groups[self.code[self.best["config_hash"]]]
+        self.noise_floor = (
+            min(r["speedup"] for r in best_runs)
+            if len(best_runs) > 1
+            else best_runs[0]["q1"] or self.optimum
+        )
+
+    def true_speedup(self, digest: str) -> float:
+        row = self.rows.get(digest)
+        return self.truth[self.code[digest]] if row is not None and _ok(row) else 0.0
+
+    def observe(self, digest: str, rng: random.Random) -> dict[str, float] | None:
+        """What a search trial of ``digest`` would measure: one of its code group's runs (its
+        median and quartiles), drawn at random; None when the configuration failed."""
+        row = self.rows.get(digest)
+        if row is None or not _ok(row):
+            return None
+        runs = self.groups[self.code[digest]]
+        if len(runs) > 1:
+            return rng.choice(runs)
+        # One run (a table from before runs were kept): its quartiles' spread as noise.
+        run = runs[0]
+        q1, q3 = run["q1"] or run["speedup"], run["q3"] or run["speedup"]
+        drawn = max(0.0, rng.gauss(run["speedup"], max(0.0, q3 - q1) / 1.349))
+        shift = drawn - run["speedup"]
+        return {"speedup": drawn, "q1": q1 + shift, "q3": q3 + shift}
+
+    def remeasure(self, digest: str, rng: random.Random) -> float:
+        """A finalist's figure: the truth plus a third of the spread between its group's runs
+        (finalists time about ten times the rounds, in two processes)."""
+        truth = self.true_speedup(digest)
+        runs = self.groups.get(self.code[digest], [])
+        if len(runs) > 1:
+            sigma = statistics.stdev(r["speedup"] for r in runs)
+        else:
+            sigma = max(0.0, (runs[0]["q3"] or truth) - (runs[0]["q1"] or truth)) / 1.349
+        return max(0.0, rng.gauss(truth, sigma * FINALIST_NOISE))
+
+    def cost(self, digest: str, timing: str, measure_seconds: float) -> float:
+        """Seconds a trial of ``digest`` takes in a search timing ``measure_seconds``: its cold
+        run's compile and process overhead, plus ``timing``: ``full`` (the rounds of
+        ``measure_seconds``, at least ten), ``short`` (a quarter of them, at least ten: the
+        first stage of successive halving), ``early`` (ten rounds: stopped early), ``none``
+        (same code as a trial timed before: not timed)."""
+        row, cold = self.rows[digest], self.runs[digest][0]
+        if not _ok(row):
+            return float(row.get("wall_s") or 0.0)
+        spent = cold.get("timing_s") or 1.0
+        per_round = spent / (cold.get("rounds") or 10)
+        compile_s = row.get("compile_s") or 0.0
+        overhead = max(0.0, (row.get("wall_s") or compile_s + spent) - compile_s - spent)
+        ten = 10 * per_round
+        timed = {"full": max(ten, measure_seconds), "short": max(ten, measure_seconds / 4),
+                 "early": ten, "none": 0.0}[timing]  # fmt: skip
+        return compile_s + overhead + timed
+
+    def finalist_cost(self, digest: str, measure_seconds: float) -> float:
+        """A finalist's two fresh processes: cold, then warm, each timing about three times
+        ``measure_seconds`` (finalists time to a precision, for at most five times it)."""
+        row = self.rows[digest]
+        compile_s = row.get("compile_s") or 0.0
+        warm = row.get("warm_compile_s") or compile_s / 4
+        return (
+            compile_s + warm + 2 * (self.cost(digest, "none", 0) - compile_s) + 6 * measure_seconds
+        )
+
+
+def _ok(row: dict[str, Any]) -> bool:
+    return row["status"] == "ok" and bool(row["speedup"])
+
+
+def _runs_of(row: dict[str, Any]) -> list[dict[str, Any]]:
+    if row.get("runs"):
+        runs = [r for r in json.loads(row["runs"]) if r["status"] == "ok" and r["speedup"]]
+        if runs or not _ok(row):
+            return runs or [{"speedup": None, "q1": None, "q3": None}]
+    return [{"speedup": row["speedup"], "q1": row["q1"], "q3": row["q3"],
+             "timing_s": None, "rounds": None}]  # fmt: skip
+
+
+# --- replaying a search ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mechanisms:
+    """What a replayed search does besides sampling (see autotune.study._screen, _inert)."""
+
+    same_code: bool = True  # a config whose code was timed before takes that timing
+    early_stop: bool = True  # a sampled trial clearly slower than the best stops at ten rounds
+    halving: bool = False  # a sampled trial times a quarter first; the rest only within reach
+    inert: bool = False  # a knob shown to change nothing is left to torch
+    wide_finalists: bool = False  # finalists: the best 3, and every one within the best's spread
+
+
+# The searches compared at the same sampler (TPE multivariate, presets first): autotune before
+# screening, when issue 29 was filed, today (inert knobs left to torch), and today with
+# successive halving, then with finalists taken wider where the spreads overlap.
+SEARCHES = {
+    "no screening": Mechanisms(same_code=False, early_stop=False),
+    "main at issue 29": Mechanisms(),
+    "main now": Mechanisms(inert=True),
+    "+ halving": Mechanisms(inert=True, halving=True),
+    "+ halving + wide finalists": Mechanisms(inert=True, halving=True, wide_finalists=True),
+}
+NOW = "main now"
+MEASURE_SECONDS = 2.0  # autotune search's default --measure-seconds
+
 # As autotune's finalists: the best observed configs are re-measured in fresh processes, timed
 # until the median is known within +-2% (about ten times the rounds: a third of the noise).
 FINALISTS = 3
+WIDE_FINALISTS = 6
 FINALIST_NOISE = 1 / 3
 
 
-def pick_at(
-    measured: list[tuple[str, float | None]], budget: int, table: Table, rng: random.Random
-) -> str | None:
-    """The config the study ships at ``budget``: its best observed ones, re-measured."""
-    seen = sorted(
-        ((d, v) for d, v in measured[:budget] if v is not None), key=lambda dv: dv[1], reverse=True
-    )[:FINALISTS]
-    again = [(d, table.observe(d, rng, FINALIST_NOISE) or 0.0) for d, _ in seen]
-    return max(again, key=lambda dv: dv[1])[0] if again else None
+@dataclass
+class Trial:
+    digest: str
+    kind: str  # default, preset, sampled
+    observed: dict[str, float] | None  # the run it measured (median, quartiles); None: failed
+    timing: str  # full, short, early, none
+    seconds: float
 
 
-def replay(path: str, seeds: int, budgets: list[int], strategies: list[str]) -> dict[str, Any]:
+@dataclass
+class Replayed:
+    trials: list[Trial] = field(default_factory=list)
+    inert_left: int = 0  # draws that left a knob to torch
+
+
+def run_study(
+    table: Table,
+    strategy: str,
+    seed: int,
+    budget: int,
+    mechanisms: Mechanisms = SEARCHES[NOW],
+    prior: list[tuple[dict[str, Any], float]] | None = None,
+) -> Replayed:
+    """One replayed search of ``budget`` trials (default compile, the presets with "+presets",
+    then the sampler's): each measures one of its configuration's tabled runs. A configuration
+    drawn again is reused and does not count, as in autotune."""
+    from autotune.study._explore import ExploringSampler
+
+    rng = random.Random(seed * 7919 + 17)
+    sampler = _sampler(strategy, seed, budget)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    space = table.space
+    default = space.config_from_params({}).config_hash()
+    study.enqueue_trial({}, {"baseline": "default"})
+    if "+presets" in strategy:
+        for preset in space.presets:
+            study.enqueue_trial({}, {"preset": preset.name})
+    if prior:
+        for params, _ in prior[:5]:
+            study.enqueue_trial(params)
+        for params, value in prior:
+            _add_prior(study, space, params, value)
+    out = Replayed()
+    seen: dict[str, float] = {}
+    timed_code: dict[str, dict[str, float]] = {}
+    sampled: list[tuple[dict[str, Any], str]] = []
+    left: set[str] = set()
+    asks = 0
+    while len(out.trials) < budget and asks < budget * 8 and len(seen) < len(table.rows):
+        asks += 1
+        trial = study.ask()
+        name = trial.user_attrs.get("preset")
+        if trial.user_attrs.get("baseline"):
+            digest, kind = default, "default"
+        elif name:
+            digest, kind = space.preset_config(space.preset(name)).config_hash(), "preset"
+        else:
+            leave = sorted(left) if mechanisms.inert else []
+            out.inert_left += bool(leave)
+            space.suggest(trial, leave=leave)
+            digest, kind = space.config_from_params(trial.params).config_hash(), "sampled"
+        if digest in seen:
+            if isinstance(sampler, ExploringSampler):
+                sampler.explore_next()
+            study.tell(trial, seen[digest])
+            continue
+        observed, timing = _measure(table, digest, kind, mechanisms, out.trials, timed_code, rng)
+        out.trials.append(Trial(digest, kind, observed, timing,
+                                table.cost(digest, timing, MEASURE_SECONDS)))  # fmt: skip
+        value = seen[digest] = observed["speedup"] if observed else 0.0
+        if observed and timing != "none":
+            timed_code.setdefault(table.code[digest], observed)
+        if kind == "sampled" and observed:
+            sampled.append((dict(trial.params), table.code[digest]))
+            left |= _inert(sampled)
+        study.tell(trial, value)
+    return out
+
+
+def _measure(
+    table: Table, digest: str, kind: str, mechanisms: Mechanisms, trials: list[Trial],
+    timed_code: dict[str, dict[str, float]], rng: random.Random,
+) -> tuple[dict[str, float] | None, str]:  # fmt: skip
+    """What the trial measures and how long it times, by the search's screening rules."""
+    observed = table.observe(digest, rng)
+    if observed is None:
+        return None, "full"
+    if kind != "sampled":
+        return observed, "full"
+    if mechanisms.same_code and table.code[digest] in timed_code:
+        return timed_code[table.code[digest]], "none"
+    best = max((t.observed for t in trials if t.observed and t.timing == "full"),
+               key=lambda o: o["speedup"], default=None)  # fmt: skip
+    if best is None:
+        return observed, "full"
+    reach = best["q1"] or best["speedup"]
+    spread = (observed["q3"] or observed["speedup"]) - (observed["q1"] or observed["speedup"])
+    # the median's 95% interval after ten rounds: about +-half the quartiles' spread
+    if mechanisms.early_stop and observed["speedup"] + spread / 2 < reach:
+        return observed, "early"
+    if mechanisms.halving:
+        return observed, "full" if observed["speedup"] >= reach else "short"
+    return observed, "full"
+
+
+def _inert(sampled: list[tuple[dict[str, Any], str]]) -> set[str]:
+    """The knobs two sampled trials that compiled the same code set differently."""
+    from autotune.study._inert import COLLAPSING
+
+    by_code: dict[str, list[dict[str, Any]]] = {}
+    for params, code in sampled:
+        by_code.setdefault(code, []).append(params)
+    found: set[str] = set()
+    for group in by_code.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1 :]:
+                found |= {k for k in a if k.startswith(COLLAPSING) and k in b and a[k] != b[k]}
+    return found
+
+
+def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
+            wide: bool = False) -> tuple[str | None, float]:  # fmt: skip
+    """The config the search ships at ``budget`` trials, and the finalist round's seconds: the
+    best observed trials (the 3 best; ``wide``: and every other whose upper quartile reaches
+    the best's lower one, up to 6) and default compile, re-measured; the best of them wins."""
+    trials = [t for t in replayed.trials[:budget] if t.observed]
+    # an equivalent (same code, not timed) is never a finalist: the trial that timed it is
+    ranked = sorted((t for t in trials if t.kind != "default" and t.timing != "none"),
+                    key=lambda t: t.observed["speedup"], reverse=True)  # fmt: skip
+    pool = ranked[:FINALISTS]
+    if wide and ranked:
+        reach = ranked[0].observed["q1"] or ranked[0].observed["speedup"]
+        more = [t for t in ranked[FINALISTS:] if (t.observed["q3"] or 0.0) >= reach]
+        pool += more[: WIDE_FINALISTS - FINALISTS]
+    digests = list(dict.fromkeys([t.digest for t in pool] +
+                                 [t.digest for t in trials if t.kind == "default"]))  # fmt: skip
+    if not digests:
+        return None, 0.0
+    again = [(d, table.remeasure(d, rng)) for d in digests]
+    seconds = sum(table.finalist_cost(d, MEASURE_SECONDS) for d in digests)
+    return max(again, key=lambda dv: dv[1])[0], seconds
+
+
+def _figures(table: Table, runs: list[Replayed], budgets: list[int], wide: bool) -> dict:
+    """Per budget: how good the pick is, and how many configurations an hour the search
+    measures (its trials' seconds from the table, the finalist round's included)."""
+    out = {}
+    for budget in budgets:
+        fractions, hits, configs, codes, seconds = [], 0, 0, 0, 0.0
+        for seed, replayed in enumerate(runs):
+            pick, final_s = pick_at(replayed, budget, table, random.Random(seed), wide)
+            true = table.true_speedup(pick) if pick else 0.0
+            fractions.append(true / table.optimum)
+            hits += true >= table.noise_floor
+            trials = replayed.trials[:budget]
+            configs += len(trials)
+            codes += len({table.code[t.digest] for t in trials})
+            seconds += sum(t.seconds for t in trials) + final_s
+        hours = seconds / 3600
+        out[str(budget)] = {
+            "median_fraction": statistics.median(fractions),
+            "worst_decile_fraction": _decile(fractions),
+            "optimum_within_noise": hits / len(runs),
+            "configs_per_hour": configs / hours if hours else None,
+            "codes_per_hour": codes / hours if hours else None,
+            "search_minutes": seconds / 60 / len(runs),
+        }
+    return out
+
+
+def _spared(table: Table, runs: list[Replayed]) -> dict[str, Any]:
+    """What each screening mechanism spared over these searches: trials and seconds."""
+    total_trials = sum(len(r.trials) for r in runs)
+    total_s = sum(t.seconds for r in runs for t in r.trials)
+    spared: dict[str, dict[str, float]] = {}
+    for r in runs:
+        for t in r.trials:
+            if t.timing in ("none", "early", "short"):
+                full = table.cost(t.digest, "full", MEASURE_SECONDS)
+                entry = spared.setdefault(t.timing, {"trials": 0, "seconds": 0.0})
+                entry["trials"] += 1
+                entry["seconds"] += full - t.seconds
+    names = {"none": "same code, not timed", "early": "clearly slower, stopped at ten rounds",
+             "short": "successive halving, stopped after the short stage"}  # fmt: skip
+    return {
+        "trials": total_trials, "seconds": total_s,
+        "draws leaving an inert knob to torch": sum(r.inert_left for r in runs),
+        **{names[k]: {"share_of_trials": v["trials"] / total_trials,
+                      "share_of_time": v["seconds"] / (total_s + v["seconds"])}
+           for k, v in spared.items()},
+    }  # fmt: skip
+
+
+def replay(path: str, seeds: int, budgets: list[int], strategies: list[str],
+           searches: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore")
     table = Table(path)
     out: dict[str, Any] = {
         "table": path, "model": table.model, "configurations": len(table.rows),
-        "optimum": {"speedup": table.optimum, "q1": table.noise_floor,
+        "processes": table.meta.get("processes", 1), "machine": table.meta.get("machine"),
+        "quiet": table.meta.get("quiet"),
+        "optimum": {"speedup": table.optimum, "noise_floor": table.noise_floor,
                     "brief": table.best["brief"]},
-        "spread": _spread(table), "seeds": seeds, "budgets": budgets, "strategies": {},
+        "spread": _spread(table), "seeds": seeds, "budgets": budgets,
+        "measure_seconds": MEASURE_SECONDS, "strategies": {}, "searches": {},
     }  # fmt: skip
     for strategy in strategies:
         if strategy.startswith("gp") and importlib.util.find_spec("scipy") is None:
             out.setdefault("skipped", {})[strategy] = "Optuna's GPSampler needs scipy"
             continue
-        fractions: dict[int, list[float]] = {b: [] for b in budgets}
-        hits: dict[int, int] = dict.fromkeys(budgets, 0)
         started = time.monotonic()
-        for seed in range(seeds):
-            measured = run_study(table, strategy, seed, max(budgets))
-            rng = random.Random(seed)
-            for budget in budgets:
-                pick = pick_at(measured, budget, table, rng)
-                true = table.true_speedup(pick) if pick else 0.0
-                fractions[budget].append(true / table.optimum)
-                hits[budget] += true >= table.noise_floor
-        out["strategies"][strategy] = {
-            str(b): {
-                "median_fraction": statistics.median(fractions[b]),
-                "worst_decile_fraction": _decile(fractions[b]),
-                "optimum_within_noise": hits[b] / seeds,
-            }
-            for b in budgets
-        }
+        runs = [run_study(table, strategy, seed, max(budgets)) for seed in range(seeds)]
+        out["strategies"][strategy] = _figures(table, runs, budgets, wide=False)
         print(f"{strategy}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    for name in SEARCHES if searches is None else searches:
+        started = time.monotonic()
+        m = SEARCHES[name]
+        runs = [run_study(table, "tpe-multivariate+presets", seed, max(budgets), m)
+                for seed in range(seeds)]  # fmt: skip
+        out["searches"][name] = {**_figures(table, runs, budgets, m.wide_finalists),
+                                 "spared": _spared(table, runs)}  # fmt: skip
+        print(f"{name}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     out["warm_start"] = _warm_start(table, seeds, max(budgets))
     return out
 
@@ -307,10 +515,10 @@ def _warm_start(table: Table, seeds: int, budget: int) -> dict[str, Any]:
     for seed in range(seeds):
         earlier = run_study(table, "tpe-multivariate+presets", 1000 + seed, budget)
         prior = []
-        for digest, value in earlier:
-            params = json.loads(table.rows[digest]["params"])
-            if value is not None and params:  # a preset has no params: measured here anyway
-                prior.append((params, value))
+        for t in earlier.trials:
+            params = json.loads(table.rows[t.digest]["params"])
+            if t.observed and params:  # a preset has no params: measured here anyway
+                prior.append((params, t.observed["speedup"]))
         prior.sort(key=lambda pv: pv[1], reverse=True)
         cold.append(_first_hit(table, run_study(table, "tpe-multivariate+presets", seed, budget)))
         warm.append(_first_hit(table, run_study(table, "tpe-multivariate+presets", seed, budget,
@@ -324,16 +532,16 @@ def _warm_start(table: Table, seeds: int, budget: int) -> dict[str, Any]:
     }
 
 
-def _first_hit(table: Table, measured: list[tuple[str, float | None]]) -> int | None:
-    for i, (digest, _) in enumerate(measured, start=1):
-        if table.true_speedup(digest) >= table.noise_floor:
+def _first_hit(table: Table, replayed: Replayed) -> int | None:
+    for i, t in enumerate(replayed.trials, start=1):
+        if table.true_speedup(t.digest) >= table.noise_floor:
             return i
     return None
 
 
 def _median_or_none(values: list[int | None]) -> float | None:
     # a study that never reached it counts as one past the budget (an upper bound)
-    if not values:
+    if not any(v is not None for v in values):
         return None
     worst = max((v for v in values if v is not None), default=0) + 1
     return statistics.median(v if v is not None else worst for v in values)
@@ -345,59 +553,84 @@ def _decile(values: list[float]) -> float:
 
 
 def _spread(table: Table) -> dict[str, Any]:
-    ok = sorted(r["speedup"] for r in table.rows.values() if r["status"] == "ok" and r["speedup"])
-    failed = sum(r["status"] != "ok" for r in table.rows.values())
+    ok = sorted(table.true_speedup(d) for d, r in table.rows.items() if _ok(r))
+    failed = sum(not _ok(r) for r in table.rows.values())
     return {"min": ok[0], "median": statistics.median(ok), "max": ok[-1], "failed": failed,
+            "distinct_codes": len(table.groups),
             "within_noise_of_optimum": sum(s >= table.noise_floor for s in ok)}  # fmt: skip
 
 
 def render(result: dict[str, Any]) -> str:
+    budgets = result["budgets"]
     lines = [
         f"table {result['table']}: {result['configurations']} configurations of "
-        f"{Path(result['model']).name}; optimum {result['optimum']['speedup']:.3f}x "
-        f"(q1 {result['optimum']['q1']:.3f}x): {result['optimum']['brief']}",
-        f"spread: {json.dumps(result['spread'])}; {result['seeds']} seeds per strategy",
-        "",
-        "| strategy | " + " | ".join(f"budget {b}" for b in result["budgets"]) + " |",
-        "|---|" + "---|" * len(result["budgets"]),
+        f"{Path(result['model']).name}, each in {result['processes']} process(es); optimum "
+        f"{result['optimum']['speedup']:.3f}x (within noise from "
+        f"{result['optimum']['noise_floor']:.3f}x): {result['optimum']['brief']}",
+        f"spread: {json.dumps(result['spread'])}; {result['seeds']} seeds; "
+        f"searches time {result['measure_seconds']} s per trial",
     ]
-    for strategy, by_budget in result["strategies"].items():
-        cells = [
-            f"{v['median_fraction']:.3f} / {v['worst_decile_fraction']:.3f} / "
-            f"{v['optimum_within_noise']:.0%}"
-            for v in by_budget.values()
-        ]
-        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
-    for strategy, why in result.get("skipped", {}).items():
-        lines.append(f"| {strategy} | not run: {why} |")
-    lines += ["", "cells: median fraction of the optimum / worst decile / optimum within noise",
-              "", f"warm start: {json.dumps(result['warm_start'])}"]  # fmt: skip
+    header = ["", "| {} | " + " | ".join(f"budget {b}" for b in budgets) + " |",
+              "|---|" + "---|" * len(budgets)]  # fmt: skip
+    if result["strategies"]:
+        lines += [header[0], header[1].format("sampler (main now)"), header[2]]
+        for strategy, by_budget in result["strategies"].items():
+            lines.append(
+                f"| {strategy} | " + " | ".join(_cell(by_budget[str(b)]) for b in budgets) + " |"
+            )
+        for strategy, why in result.get("skipped", {}).items():
+            lines.append(f"| {strategy} | not run: {why} |")
+    if result["searches"]:
+        lines += [header[0], header[1].format("search (TPE, presets first)"), header[2]]
+        for name, by_budget in result["searches"].items():
+            lines.append(
+                f"| {name} | " + " | ".join(_cell(by_budget[str(b)], True) for b in budgets) + " |"
+            )
+    lines += [
+        "",
+        "cells: median fraction of the optimum / worst decile / optimum within noise"
+        + (" / configurations per hour (distinct codes per hour)" if result["searches"] else ""),
+    ]
+    for name, by in result["searches"].items():
+        lines.append(f"- spared, {name}: {json.dumps(_rounded(by['spared']))}")
+    lines += ["", f"warm start: {json.dumps(result['warm_start'])}"]
     return "\n".join(lines)
+
+
+def _cell(v: dict[str, Any], rate: bool = False) -> str:
+    cell = (f"{v['median_fraction']:.3f} / {v['worst_decile_fraction']:.3f} / "
+            f"{v['optimum_within_noise']:.0%}")  # fmt: skip
+    if rate and v.get("configs_per_hour"):
+        cell += f" / {v['configs_per_hour']:.0f} ({v['codes_per_hour']:.0f})"
+    return cell
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--measure", metavar="MODEL.py")
-    parser.add_argument("--space", default="cpu")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--out", metavar="TABLE.parquet")
-    parser.add_argument("--limit", type=int, help="measure only the first N configurations")
-    parser.add_argument("--replay", metavar="TABLE.parquet")
+    parser.add_argument("table", metavar="TABLE.parquet", help="from benchmarks/quality_table.py")
     parser.add_argument("--seeds", type=int, default=50)
-    parser.add_argument("--budgets", default="5,10,20,30")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--budgets", default="10,20,32")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES),
+                        help="samplers to compare (empty: none)")  # fmt: skip
+    parser.add_argument("--searches", default=",".join(SEARCHES),
+                        help="searches to compare (empty: none)")  # fmt: skip
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
-    if args.measure:
-        if not args.out:
-            parser.error("--measure needs --out TABLE.parquet")
-        measure(args.measure, args.space, args.out, args.device, args.limit)
-    if args.replay:
-        budgets = [int(b) for b in args.budgets.split(",")]
-        result = replay(args.replay, args.seeds, budgets, args.strategies.split(","))
-        print(render(result))
-        if args.json:
-            Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    strategies = [s for s in args.strategies.split(",") if s]
+    searches = [s for s in args.searches.split(",") if s]
+    result = replay(args.table, args.seeds, budgets, strategies, searches)
+    print(render(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

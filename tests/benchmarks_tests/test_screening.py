@@ -26,10 +26,14 @@ def test_the_summary_counts_each_kind_and_what_screening_spared():
         _trial(4, 0.0, equivalent_of=2),
         _trial(5, 0.5, pruned=True, rounds=10),
     ]
-    text = screening._section("m", records, 60.0)
+    text = screening._section("m", records, 60.0, left=[5])
     assert "4 search trials in 60 s" in text
-    # median full timing 3.0 s: 3.0 for the equivalent, 3.0 - 0.5 for the early stop
-    assert "spared about 6 s of timing" in text
-    assert "| same code as an earlier trial (not timed) | 1 | 0.00 | 0.0 |" in text
-    assert "| stopped timing early | 1 | 0.50 | 0.5 |" in text
+    # median full timing 3.0 s: 3.0 for the equivalent, 3.0 - 0.5 for the early stop; the
+    # search would have taken 60 + 5.5 s
+    assert "spared about 6 s of timing, 8% of what the search would have taken" in text
+    assert (
+        "| same code as an earlier trial (not timed) | 1 | 25% | 0.00 | 0.0 | 3.0 (5%) |" in text
+    )
+    assert "| 1 | 25% | 0.50 | 0.5 | 2.5 (4%) |" in text  # stopped timing early
+    assert "left a knob shown inert to torch: 1 (#5)" in text
     assert "#4 = #2" in text and "#5 stopped after 10 rounds" in text
