@@ -253,9 +253,12 @@ def _sampler(name: str, seed: int, trials: int = 20) -> optuna.samplers.BaseSamp
     in their own groups), with its random start scaled to the budget (a quarter of the trials,
     at least 3: Optuna's default of 10 random trials is half of a 20-trial budget), and with
     ``constant_liar``: trials running in other processes count as bad results, so idle workers
-    are not all sent to one point. Replayed against an exhaustively measured space, this
-    reached the optimum within noise more often and a better worst decile at 10 to 30 trials
-    than Optuna's defaults (``benchmarks/results/search_quality_cpu.md``)."""
+    are not all sent to one point. Replayed against a space measured whole, one process per
+    configuration, this reached the optimum within noise more often and a better worst decile
+    at 10 to 30 trials than Optuna's defaults. Against the quieter tables measured in two
+    processes, no sampler is clearly better: random sampling matched it on a convnet and, on a
+    small BERT, more often picked the faster of two plateaus 5 % apart
+    (``benchmarks/results/search_quality_cpu.md``)."""
     if name == "tpe":
         kwargs: dict[str, Any] = {
             "seed": seed, "constant_liar": True, "multivariate": True, "group": True,
