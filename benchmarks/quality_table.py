@@ -88,20 +88,21 @@ def _run_row(result: Any, seconds: float) -> dict[str, Any]:
 
 
 def _row(digest: str, params: dict[str, Any], brief: str, runs: list[dict[str, Any]]) -> dict:
-    ok = [r for r in runs if r["status"] == "ok" and r["speedup"]]
+    ran = [r for r in runs if r["status"] == "ok" and r["speedup"]]
     failed = next((r for r in runs if r["status"] != "ok"), None)
+    ok = ran if failed is None else []  # the passes' speedups pool only when every pass ran
     cold = runs[0]
     return {
         "config_hash": digest, "params": json.dumps(params, sort_keys=True), "brief": brief,
-        "status": "ok" if failed is None and ok else "failed",
+        "status": "ok" if ok else "failed",
         "failure_kind": failed["failure_kind"] if failed else None,
-        "speedup": statistics.median(r["speedup"] for r in ok) if ok and not failed else None,
-        "q1": min(r["q1"] or r["speedup"] for r in ok) if ok and not failed else None,
-        "q3": max(r["q3"] or r["speedup"] for r in ok) if ok and not failed else None,
+        "speedup": statistics.median(r["speedup"] for r in ok) if ok else None,
+        "q1": min(r["q1"] or r["speedup"] for r in ok) if ok else None,
+        "q3": max(r["q3"] or r["speedup"] for r in ok) if ok else None,
         "compile_s": cold["compile_s"],
         "warm_compile_s": runs[-1]["compile_s"] if len(runs) > 1 else None,
-        "timing_s": statistics.median(r["timing_s"] for r in ok if r["timing_s"] is not None)
-        if any(r["timing_s"] is not None for r in ok) else None,
+        "timing_s": statistics.median(r["timing_s"] for r in ran if r["timing_s"] is not None)
+        if any(r["timing_s"] is not None for r in ran) else None,
         "wall_s": cold["wall_s"], "code_hash": cold["code_hash"], "graphs": cold["graphs"],
         "runs": json.dumps(runs),
     }  # fmt: skip

@@ -211,17 +211,26 @@ class Table:
         ``measure_seconds``, at least ten), ``short`` (a quarter of them, at least ten: the
         first stage of successive halving), ``early`` (ten rounds: stopped early), ``none``
         (same code as a trial timed before: not timed)."""
+        from autotune.study._screen import SCREEN_SHARE
+
         row, cold = self.rows[digest], self.runs[digest][0]
         if not _ok(row):
             return float(row.get("wall_s") or 0.0)
-        spent = cold.get("timing_s") or 1.0
-        per_round = spent / (cold.get("rounds") or 10)
-        compile_s = row.get("compile_s") or 0.0
-        overhead = max(0.0, (row.get("wall_s") or compile_s + spent) - compile_s - spent)
-        ten = 10 * per_round
-        timed = {"full": max(ten, measure_seconds), "short": max(ten, measure_seconds / 4),
+        ten = 10 * self._timing_s(digest) / (cold.get("rounds") or 10)
+        timed = {"full": max(ten, measure_seconds),
+                 "short": max(ten, measure_seconds * SCREEN_SHARE),
                  "early": ten, "none": 0.0}[timing]  # fmt: skip
-        return compile_s + overhead + timed
+        return (row.get("compile_s") or 0.0) + self.overhead(digest) + timed
+
+    def overhead(self, digest: str) -> float:
+        """Seconds of a trial of ``digest`` that are neither its compile nor its timing: the
+        process, its set-up and the check against eager (from its cold run)."""
+        row = self.rows[digest]
+        compile_s, spent = row.get("compile_s") or 0.0, self._timing_s(digest)
+        return max(0.0, (row.get("wall_s") or compile_s + spent) - compile_s - spent)
+
+    def _timing_s(self, digest: str) -> float:
+        return self.runs[digest][0].get("timing_s") or 1.0
 
     def finalist_cost(self, digest: str, measure_seconds: float) -> float:
         """A finalist's two fresh processes: cold, then warm, each timing about three times
@@ -229,9 +238,7 @@ class Table:
         row = self.rows[digest]
         compile_s = row.get("compile_s") or 0.0
         warm = row.get("warm_compile_s") or compile_s / 4
-        return (
-            compile_s + warm + 2 * (self.cost(digest, "none", 0) - compile_s) + 6 * measure_seconds
-        )
+        return compile_s + warm + 2 * self.overhead(digest) + 6 * measure_seconds
 
 
 def _ok(row: dict[str, Any]) -> bool:
@@ -388,7 +395,7 @@ def _measure(
 
 def _inert(sampled: list[tuple[dict[str, Any], str]]) -> set[str]:
     """The knobs two sampled trials that compiled the same code set differently."""
-    from autotune.study._inert import COLLAPSING
+    from autotune.study._inert import _differing
 
     by_code: dict[str, list[dict[str, Any]]] = {}
     for params, code in sampled:
@@ -397,7 +404,7 @@ def _inert(sampled: list[tuple[dict[str, Any], str]]) -> set[str]:
     for group in by_code.values():
         for i, a in enumerate(group):
             for b in group[i + 1 :]:
-                found |= {k for k in a if k.startswith(COLLAPSING) and k in b and a[k] != b[k]}
+                found |= set(_differing(a, b))
     return found
 
 

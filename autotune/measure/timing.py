@@ -379,7 +379,7 @@ def _run_rounds(
             return pairs, True
         if not screened and _first_stage_done(plan, ratios, time.monotonic() - started):
             screened = True
-            if _median(ratios) < (plan.stop_below or 0.0):
+            if _quantile(ratios, 0.5) < (plan.stop_below or 0.0):
                 return pairs, True
     return pairs, False
 
@@ -388,10 +388,6 @@ def _first_stage_done(plan: _Plan, ordered_ratios: list[float], spent: float) ->
     """Whether successive halving's first stage (``plan.screen_seconds``) is over."""
     enough = len(ordered_ratios) >= max(plan.min_rounds, _MIN_ROUNDS_FOR_CI)
     return enough and spent >= (plan.screen_seconds or 0.0)
-
-
-def _median(ordered: Sequence[float]) -> float:
-    return _quantile(ordered, 0.5)
 
 
 def _out_of_reach(plan: _Plan, ordered_ratios: list[float]) -> bool:

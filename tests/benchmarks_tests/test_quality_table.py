@@ -54,16 +54,21 @@ def test_a_busy_machine_is_waited_out_then_refused(monkeypatch):
         quality_table.wait_for_quiet(0.15, 0, [])
 
 
+def _args(out: Path, space_file) -> argparse.Namespace:
+    """The command line of a two-configuration table of the presets fixture space."""
+    return argparse.Namespace(
+        model="m.py", space=space_file("presets"), device="cpu", out=str(out), processes=2,
+        measure_seconds=0.5, max_busy=0.15, quiet_wait=0.0, limit=2,
+    )  # fmt: skip
+
+
 def test_a_run_measured_under_load_writes_no_table(tmp_path, monkeypatch, space_file, capsys):
     def busy(max_busy, patience, log):
         raise quality_table.NotQuiet("the machine stayed 90% busy")
 
     monkeypatch.setattr(quality_table, "wait_for_quiet", busy)
     out = tmp_path / "t.parquet"
-    args = argparse.Namespace(
-        model="m.py", space=space_file("presets"), device="cpu", out=str(out), processes=2,
-        measure_seconds=0.5, max_busy=0.15, quiet_wait=0.0, limit=2,
-    )  # fmt: skip
+    args = _args(out, space_file)
     assert quality_table.measure(args) == 2
     assert not out.exists()
     assert "refused: the machine stayed 90% busy" in capsys.readouterr().err
@@ -106,10 +111,7 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path, monkeypatch, space_fil
 
     monkeypatch.setattr(quality_table, "wait_for_quiet", wait)
     out = tmp_path / "t.parquet"
-    args = argparse.Namespace(
-        model="m.py", space=space_file("presets"), device="cpu", out=str(out), processes=2,
-        measure_seconds=0.5, max_busy=0.15, quiet_wait=0.0, limit=2,
-    )  # fmt: skip
+    args = _args(out, space_file)
     _Runner.specs = []
     assert quality_table.measure(args) == 2 and not out.exists()
     assert len(_Runner.specs) == 3  # the fourth trial found the machine busy
