@@ -11,7 +11,8 @@ from autotune._secrets import mask_text
 from autotune.records import TrialRecord
 from autotune.reports._format import clip, ms, times
 from autotune.reports._study import StudyData, TrialRow
-from autotune.study import describe_inert, front, inert_knobs, sampled_params, screened
+from autotune.scope import SCOPE_PARAM, ScopePlan
+from autotune.study import describe_inert, front, inert_in, screened
 
 _CONFIG_MIN_WIDTH = 30
 
@@ -20,8 +21,8 @@ def render(data: StudyData, width: int = 160) -> str:
     """The whole report, lines at most ``width`` characters wide (the config column is cut
     to fit; ``autotune export`` has every config in full)."""
     tables = [trial_table(data.rows, width), shape_table(data.rows)]  # cut, never wrapped
-    prose = [finalists(data), pareto(data), decision(data), failures(data), importance(data),
-             no_effect(data)]  # fmt: skip
+    prose = [finalists(data), pareto(data), decision(data), failures(data), scope(data),
+             importance(data), no_effect(data)]  # fmt: skip
     sections = [fit(header(data), width), *tables, *(fit(p, width) for p in prose)]
     return "\n\n".join(s for s in sections if s)
 
@@ -291,6 +292,37 @@ def failures(data: StudyData) -> str:
     return "\n".join(lines)
 
 
+def scope(data: StudyData) -> str:
+    """The scope search's findings, beside the failures: each part the probes kept eager and
+    why, the parts that compiled alone, the candidates, and the scope the best trial ran."""
+    stored = data.settings.scope_plan
+    if not stored:
+        return ""
+    plan = ScopePlan.from_dict(stored)
+    lines = ["Scope (each part of the model compiled alone by a probe)"]
+    for probe in plan.excluded:
+        lines.append(f"  kept eager everywhere: {probe.brief()}")
+    fine = [f"{p.kind} {p.target}" for p in plan.probes if not p.excluded]
+    if fine:
+        lines.append(f"  compiled alone: {', '.join(fine)}")
+    lines.append(f"  candidates: {', '.join(plan.names)}")
+    made = data.decision.best if data.decision is not None else None
+    number = made.source.get("trial") if made is not None and made.config is not None else None
+    chosen = next((row for row in data.rows if row.number == number and row.record), None)
+    if chosen is not None and chosen.record is not None:
+        kind = chosen.params.get(SCOPE_PARAM)
+        named = f"{kind}: " if kind else ""
+        lines.append(f"  the decision, trial {number}, compiles {named}{_scope(chosen.record)}")
+    return "\n".join(lines)
+
+
+def _scope(r: TrialRecord) -> str:
+    compiled = r.config["scope"].get("compile") or [""]
+    eager = r.config["scope"].get("disable") or []
+    where = ", ".join(p or "<root>" for p in compiled)
+    return where + (f", kept eager: {', '.join(eager)}" if eager else "")
+
+
 def importance(data: StudyData) -> str:
     if data.importance is None:
         return f"Knob importance: not shown ({data.importance_note})."
@@ -319,7 +351,7 @@ def no_effect(data: StudyData) -> str:
     """The knobs two trials showed to change nothing on this model (the search left them to
     torch from then on)."""
     trials = [row.trial for row in data.rows if row.trial is not None]
-    inert = inert_knobs(sampled_params(trials), data.records)
+    inert = inert_in(trials, data.records)
     if not inert:
         return ""
     return f"No effect on this model (left to torch in later trials): {describe_inert(inert)}."

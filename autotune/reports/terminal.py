@@ -22,8 +22,11 @@ def trial_line(r: TrialRecord, objective: Objective | None = None) -> str:
     label = f"[{r.baseline}] " if r.baseline else ""
     brief = _clip(label + r.brief, _BRIEF_WIDTH)
     head = f"#{r.trial_number:>3} {brief:<{_BRIEF_WIDTH}}"
-    reused = f"  (same config as #{r.duplicate_of}: reused)" if r.duplicate_of is not None else ""
-    if r.equivalent_of is not None:
+    # A reused trial carries its source's result, screening marks and all: it says "reused".
+    reused = ""
+    if r.duplicate_of is not None:
+        reused = f"  (same config as #{r.duplicate_of}: reused)"
+    elif r.equivalent_of is not None:
         reused = f"  (same code as #{r.equivalent_of}: its timing)"
     elif r.pruned:
         reused = "  (clearly slower than the best: stopped timing early)"

@@ -52,29 +52,33 @@ class Plan:
                 values[knob.param] = env[knob.param] = value
         return values
 
-    def count(self, context: Mapping[str, Any]) -> int:
-        """How many distinct assignments of the active knobs the space holds."""
+    def count(self, context: Mapping[str, Any], leave: Set[str] = frozenset()) -> int:
+        """How many distinct assignments of the active knobs the space holds, the knobs named
+        in ``leave`` (by param) left to torch: each counts once, as an inactive knob does."""
         needed = [set[str]() for _ in range(len(self.order) + 1)]
         for i in range(len(self.order) - 1, -1, -1):
             knob = self.order[i]
             reads = {n for c in self.conditions[knob.param] for n in c.names}
             needed[i] = needed[i + 1] | (reads & self.controllers)
-        return self._count(0, dict(context), needed, {})
+        return self._count(0, dict(context), needed, {}, leave)
 
-    def _count(self, i: int, env: dict[str, Any], needed: list[set[str]], memo: _Memo) -> int:
+    def _count(
+        self, i: int, env: dict[str, Any], needed: list[set[str]], memo: _Memo, leave: Set[str]
+    ) -> int:
         if i == len(self.order):
             return 1
         key = (i, frozenset((n, _hashable(env.get(n))) for n in needed[i]))
         if key not in memo:
             knob = self.order[i]
-            if not self.active(knob, env):
-                memo[key] = self._count(i + 1, {**env, knob.param: None}, needed, memo)
+            if knob.param in leave or not self.active(knob, env):
+                memo[key] = self._count(i + 1, {**env, knob.param: None}, needed, memo, leave)
             elif knob.param in self.controllers:
                 memo[key] = sum(
-                    self._count(i + 1, {**env, knob.param: v}, needed, memo) for v in knob.values()
+                    self._count(i + 1, {**env, knob.param: v}, needed, memo, leave)
+                    for v in knob.values()
                 )
             else:
-                memo[key] = knob.count * self._count(i + 1, env, needed, memo)
+                memo[key] = knob.count * self._count(i + 1, env, needed, memo, leave)
         return memo[key]
 
 

@@ -65,6 +65,11 @@ class SearchSpace:
         """How many distinct configurations the space holds (inactive knobs count once)."""
         return self._plan.count(self._context)
 
+    def size_leaving(self, leave: Collection[str]) -> int:
+        """How many distinct configurations the space holds with the knobs in ``leave`` (by
+        param, e.g. ``inductor.freezing``) left to torch, as :meth:`suggest` leaves them."""
+        return self._plan.count(self._context, frozenset(leave)) if leave else self.size
+
     @cached_property
     def _plan(self) -> _graph.Plan:
         return _graph.make_plan(self.knobs)

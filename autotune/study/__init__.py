@@ -16,7 +16,7 @@ from autotune.study._identity import (
     triton_version,
 )
 from autotune.study._inert import describe as describe_inert
-from autotune.study._inert import inert_knobs, sampled_params
+from autotune.study._inert import inert_in, inert_knobs
 from autotune.study._objective import OBJECTIVES, Objective, break_even_calls, scored_trial
 from autotune.study._pareto import PickRule, axis_value, front, parse_axes
 from autotune.study._queue import clearly_slower
@@ -49,6 +49,7 @@ __all__ = [
     "eager_baselines",
     "front",
     "grace_s",
+    "inert_in",
     "inert_knobs",
     "local_device_name",
     "local_settings",
@@ -57,7 +58,6 @@ __all__ = [
     "parse_axes",
     "pooled_measurements",
     "recover_stale",
-    "sampled_params",
     "scored_trial",
     "screened",
     "settings_from_row",

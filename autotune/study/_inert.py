@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from autotune.records import TrialRecord
-from autotune.study._attrs import BASELINE_ATTR, BORROWED_ATTR, PRESET_ATTR
+from autotune.study._attrs import BASELINE_ATTR, BORROWED_ATTR, LEFT_ATTR, PRESET_ATTR
 
 COLLAPSING = ("inductor.", "dynamo.")
 
@@ -49,6 +49,27 @@ def inert_knobs(
                 for knob in _differing(params[a], params[b]):
                     found.setdefault(knob, (a, b))
     return dict(sorted(found.items(), key=lambda item: (item[1], item[0])))
+
+
+def inert_in(trials: Iterable[Any], records: Iterable[TrialRecord]) -> dict[str, tuple[int, int]]:
+    """:func:`inert_knobs` of a study: its Optuna trials and its records."""
+    return inert_knobs(sampled_params(trials), records)
+
+
+def measured_leaving(
+    trials: Iterable[Any], records: Iterable[TrialRecord], inert: Iterable[str]
+) -> int:
+    """How many distinct configurations of the space left to search (the ``inert`` knobs left
+    to torch) the study has measured: the keys of the recorded trials, neither baselines nor
+    presets, that left exactly those knobs to torch (a reused one counts: its key was
+    measured). With ``inert`` empty, the whole space's."""
+    recorded = {r.trial_number: r.config_hash for r in records if r.baseline is None}
+    left = sorted(inert)
+    return len({
+        recorded[t.number] for t in trials
+        if t.number in recorded and PRESET_ATTR not in t.user_attrs
+        and sorted(t.user_attrs.get(LEFT_ATTR, ())) == left
+    })  # fmt: skip
 
 
 def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:

@@ -114,33 +114,109 @@ def clearly_slower(r: TrialRecord) -> bool:
     return q3 is not None and q3 < CLEARLY_SLOWER_Q3
 
 
+def _timed(r: TrialRecord) -> bool:
+    """Ran, matched eager and has paired rounds: the only kind of trial that says anything
+    about speed. A failed trial (crash, hang, compile error, accuracy, ...) says nothing."""
+    return r.status == "ok" and r.speedup_vs_eager_q3 is not None
+
+
+def whole_model_trials(session: Session) -> tuple[list[TrialRecord], int] | None:
+    """The records of default torch.compile (at every batch size) and of every preset, each of
+    which compiles the whole model, with how many presets there are, once all of them have
+    run and been recorded; None before (another process may still run one)."""
+    trials = session.db(lambda: session.study.get_trials(deepcopy=False))
+    default = [t for t in trials if t.user_attrs.get(BASELINE_ATTR) == "default"]
+    presets = [t for t in trials if PRESET_ATTR in t.user_attrs]
+    if not default or any(not t.state.is_finished() for t in default + presets):
+        return None
+    records = {r.trial_number: r for r in session.db(session.records.trials, session.name)}
+    measured = [records[t.number] for t in default + presets if t.number in records]
+    if len(measured) < len(default) + len(presets):
+        return None
+    return measured, len(presets)
+
+
+def _which(presets: int) -> str:
+    """``default torch.compile and all 4 presets`` (or ``and the preset``, or alone)."""
+    if not presets:
+        return "default torch.compile"
+    return "default torch.compile and " + (
+        "the preset" if presets == 1 else f"all {presets} presets"
+    )
+
+
+def _failures(records: list[TrialRecord]) -> str:
+    """``3 crash (the trial process died of SIGABRT), 1 compile_error (...)``: each kind of
+    failure with how many trials met it and the first one's reason."""
+    kinds: dict[str, list[TrialRecord]] = {}
+    for r in records:
+        kinds.setdefault(r.failure_kind or "failed", []).append(r)
+    return ", ".join(
+        f"{len(rs)} {kind} ({_reason(rs[0])})" if rs[0].error else f"{len(rs)} {kind}"
+        for kind, rs in kinds.items()
+    )
+
+
+def _reason(r: TrialRecord) -> str:
+    first = (r.error or "").strip().splitlines()[0] if r.error else ""
+    return first if len(first) <= 80 else first[:79] + "…"
+
+
+def whole_model_failed(session: Session) -> str | None:
+    """What the search says, and does next, when default torch.compile and every preset failed
+    on the whole model (no one of them timed): a part of the model breaks the compiler, so the
+    scope search probes the parts (with ``--scope whole`` the sampler goes on with other
+    configurations of the whole model). None otherwise."""
+    found = whole_model_trials(session)
+    if found is None or any(map(_timed, found[0])):
+        return None
+    measured, presets = found
+    if session.settings.scope == "search":
+        then = "probing the model's parts one by one, to compile those that work"
+    else:
+        then = (
+            "sampling other configurations of the whole model (--scope search would probe "
+            "its parts and compile those that work)"
+        )
+    return f"the whole model failed under {_which(presets)} ({_failures(measured)}): {then}"
+
+
 def compile_does_not_pay(session: Session) -> str | None:
     """Why sampling would be spent on nothing, or None: default torch.compile and every preset
-    the study queued have run (at least one preset), and each ran clearly slower than eager
-    (the third quartile of its paired rounds below 1.0x) or failed, while no sampled config
-    ran yet. The sampled configs vary the same compiler on the same model, so the file will
-    say do not compile; the search stops there. Only under the latency objective with
-    screening on (``--no-prune`` searches on)."""
+    the study queued have run (at least one preset) while no sampled config ran yet, at least
+    one of them was timed, and each one timed ran clearly slower than eager (the third
+    quartile of its paired rounds below 1.0x). A failed trial is no evidence either way: with
+    the scope searched, a whole-model failure sends the search to the scope probes instead
+    (a part may break the compiler where the rest pays). The sampled configs vary the same
+    compiler on the same model, so the file will say do not compile; the search stops there.
+    Only under the latency objective with screening on (``--no-prune`` searches on)."""
     settings = session.settings
     if not settings.prune or settings.objective != "latency":
         return None
     trials = session.db(lambda: session.study.get_trials(deepcopy=False))
-    presets = [t for t in trials if PRESET_ATTR in t.user_attrs]
-    sampled = [t for t in trials if not ({PRESET_ATTR, BASELINE_ATTR} & set(t.user_attrs))]
-    if not presets or sampled or any(not t.state.is_finished() for t in presets):
+    if any(not ({PRESET_ATTR, BASELINE_ATTR} & set(t.user_attrs)) for t in trials):
+        return None  # a sampled config ran: too late to stop before sampling
+    found = whole_model_trials(session)
+    if found is None or not found[1]:
         return None
-    records = {r.trial_number: r for r in session.db(session.records.trials, session.name)}
-    default = [r for r in records.values() if r.baseline == "default"]
-    measured = default + [records[t.number] for t in presets if t.number in records]
-    if not default or len(measured) < len(presets) + 1:
+    measured, presets = found
+    timed = [r for r in measured if _timed(r)]
+    failed = [r for r in measured if not _timed(r)]
+    if not timed or not all(map(clearly_slower, timed)):
         return None
-    timed = [r for r in measured if r.status == "ok" and r.speedup_vs_eager_q3 is not None]
-    if not all(map(clearly_slower, timed)):
+    if failed and settings.scope == "search":
         return None
-    best = max((r.speedup_vs_eager or 0.0 for r in measured if r.status == "ok"), default=0.0)
-    which = "the preset" if len(presets) == 1 else f"all {len(presets)} presets"
+    best = max(r.speedup_vs_eager or 0.0 for r in timed)
+    if not failed:
+        ran = f"{_which(presets)} ran clearly slower than eager"
+        each = "each below 1.0x in three of four paired rounds"
+    else:
+        ran = (
+            f"of {_which(presets)}, {len(timed)} ran, each clearly slower than eager, and "
+            f"{len(failed)} failed ({_failures(failed)}), which says nothing of speed"
+        )
+        each = "each that ran below 1.0x in three of four paired rounds"
     return (
-        f"default torch.compile and {which} ran clearly slower than eager "
-        f"(the best {best:.2f}x, each below 1.0x in three of four paired rounds): compiling "
-        "does not pay on this model, so no configuration is sampled (--no-prune searches on)"
+        f"{ran} (the best {best:.2f}x, {each}): compiling does not pay on this model, so no "
+        "configuration is sampled (--no-prune searches on)"
     )

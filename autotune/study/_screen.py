@@ -77,8 +77,9 @@ def reuse_timing(result: TrialResult, timed: TrialRecord) -> TrialResult:
 def screened(records: list[TrialRecord]) -> tuple[int, int]:
     """How many trials took an earlier trial's timing for the same code, and how many (of the
     others) stopped timing early."""
-    same = sum(1 for r in records if r.equivalent_of is not None)
-    early = sum(1 for r in records if r.pruned and r.equivalent_of is None)
+    own = [r for r in records if r.duplicate_of is None]  # a reused trial carries its source's
+    same = sum(1 for r in own if r.equivalent_of is not None)
+    early = sum(1 for r in own if r.pruned and r.equivalent_of is None)
     return same, early
 
 

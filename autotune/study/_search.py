@@ -21,18 +21,19 @@ from autotune._deadline import Deadline, DeadlineReached
 from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
-from autotune.scope import SCOPE_PARAM, ScopePlan
+from autotune.scope import SCOPE_PARAM
 from autotune.study._attrs import CONSTRAINT_ATTR
 from autotune.study._borrow import borrow
+from autotune.study._ends import space_spent
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
 from autotune.study._queue import (
-    batches,
     compile_does_not_pay,
     enqueue_missing_baselines,
     enqueue_presets,
     pending_baselines,
     run_queued,
+    whole_model_failed,
 )
 from autotune.study._scope_claim import settle_scope_plan
 from autotune.study._session import SearchRequest, Session, StudyNotFound
@@ -125,6 +126,9 @@ class Search:
             early = run_queued(
                 self.session, lambda t: self.trials.run(self.runners[0], t), self._must_stop
             )
+            failed = whole_model_failed(self.session)
+            if failed and not self._must_stop():
+                self.events.note_once(failed)
             if not self._must_stop():
                 self.trials.plan = settle_scope_plan(self.session, self.runners[0], self.deadline)
         except BaseException as exc:
@@ -229,21 +233,14 @@ class Search:
             return True
         if pending_baselines(self.session):
             return False
-        size = _size(self.session, self.trials.plan)
-        measured = self.session.db(self.session.records.count_distinct_keys, self.session.name)
-        why, ended = f"all {size} configurations were measured", "space exhausted"
-        if measured < size:
+        why = space_spent(self.session, self.trials.plan, self.trials.repeats)
+        ended = "space exhausted"
+        if not why:
             why, ended = compile_does_not_pay(self.session) or "", "compile does not pay"
         if why:
             self.events.note_once(f"stopping: {why}")
             self.ended = ended
         return bool(why)
-
-
-def _size(session: Session, plan: ScopePlan | None) -> int:
-    """The study's configurations: the space's, times its scope candidates and batch sizes."""
-    scopes = plan.size if plan is not None else 1
-    return session.space.size * scopes * len(batches(session.settings))
 
 
 def _sampler(name: str, seed: int, trials: int = 20) -> optuna.samplers.BaseSampler:

@@ -31,7 +31,7 @@ from autotune.study._attrs import (
 from autotune.study._cache import cache_bytes, prune
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
-from autotune.study._inert import describe, inert_knobs, sampled, sampled_params
+from autotune.study._inert import describe, inert_in, sampled
 from autotune.study._records import to_record, trial_key
 from autotune.study._screen import known_code, reuse_timing, screen_seconds, stop_below
 from autotune.study._session import Session
@@ -55,6 +55,8 @@ class TrialPath:
         self.plan: ScopePlan | None = None
         self.sampler: ExploringSampler | None = None
         self.told_inert: set[str] = set()  # the knobs this process said it leaves to torch
+        # Trials in a row, in this process, that drew a configuration the study had measured.
+        self.repeats = 0
 
     def run(self, runner: TrialRunner, trial: optuna.Trial) -> None:
         """Measures ``trial`` with ``runner``, records it and tells Optuna (or fails it)."""
@@ -78,6 +80,7 @@ class TrialPath:
                 "and its configuration retried"
             )
             return
+        self.repeats = self.repeats + 1 if record.duplicate_of is not None else 0
         if record.duplicate_of is not None and self.sampler is not None:
             self.sampler.explore_next()  # the sampler may be stuck on a measured point
         s.db(lambda: s.records.beat_worker(s.worker_id))
@@ -153,8 +156,7 @@ class TrialPath:
         if not sampled(trial):
             return []
         s = self.session
-        params = sampled_params(s.study.get_trials(deepcopy=False))
-        inert = inert_knobs(params, s.records.trials(s.name))
+        inert = inert_in(s.study.get_trials(deepcopy=False), s.records.trials(s.name))
         new = {k: v for k, v in inert.items() if k not in self.told_inert}
         if new:
             self.told_inert |= set(new)

@@ -268,13 +268,20 @@ def test_a_model_with_an_aborting_and_a_hanging_part_is_tuned_end_to_end(
     tmp_path, model_file, space_file, capsys
 ):
     """Issue 3's "done when": the study survives both parts, records them, leaves no
-    process behind, and its best config compiles the healthy blocks, those two eager."""
+    process behind, and its best config compiles the healthy blocks, those two eager. Issue
+    39's: default compile and the preset abort on the whole model, and the search says so and
+    goes on to probe the parts (it once stopped there, "compiling does not pay")."""
     model = model_file("scope_pointwise")
-    code, storage = search(tmp_path, model, "--space", space_file("inductor_one"),
-                           "--trials", "8", "--compile-budget", "40",
+    code, storage = search(tmp_path, model, "--space", space_file("inductor_presets"),
+                           "--trials", "6", "--compile-budget", "40",
                            "--measure-seconds", "1")  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
+    assert "does not pay" not in printed
+    assert (
+        "the whole model failed under default torch.compile and the preset (2 crash (the trial "
+        "process died of SIGABRT)): probing the model's parts one by one" in printed
+    ), printed
     assert "probe unit crashy: crash" in printed and "probe unit hangs: timeout" in printed
     assert wait_for(lambda: not procs_with(b"scope_pointwise sleeper"), 15)
     with RecordStore(storage) as store:

@@ -71,6 +71,20 @@ def test_a_trial_line_ends_in_the_error_of_a_failed_trial_and_the_graph_facts_of
     assert "graphs" not in failed and "\n" not in ok + failed
 
 
+def test_a_reused_trial_says_reused_whatever_its_source_was_spared():
+    """A reused trial carries its source's result, which may have taken a third trial's
+    timing (same code): its line says it was reused, and the summary counts the source once."""
+    import dataclasses
+
+    from autotune.study import screened
+
+    source = dataclasses.replace(record(5, 1.1), result={"equivalent_of": 3})
+    again = dataclasses.replace(source, trial_number=6, duplicate_of=5)
+    assert trial_line(source).endswith("(same code as #3: its timing)")
+    assert trial_line(again).endswith("(same config as #5: reused)")
+    assert screened([record(3, 1.1), source, again]) == (1, 0)
+
+
 def text(progress: Progress) -> str:
     screen = Console(file=StringIO(), width=120, color_system=None)
     screen.print(progress.render())

@@ -94,6 +94,40 @@ def test_size_counts_exactly_what_a_brute_force_search_enumerates():
     assert space.size == len(study.trials) == len(hashes) == 2 * (3 + 1 + 2 + 2)
 
 
+@pytest.mark.parametrize(
+    "leave", [(), ("inductor.max_fusion_size",), ("inductor.freezing",), ("compile.dynamic",)]
+)
+def test_size_leaving_counts_what_is_left_to_draw(leave):
+    """Issue 39: the space left once inert knobs are left to torch, counted exactly (a left
+    controller reads as inactive to the knobs whose conditions name it, as in suggest)."""
+    space = space_from_dict(
+        {
+            "compile": {"mode": ["default", AUTOTUNE_MODES[1]], "dynamic": [False, True]},
+            "inductor": {
+                "freezing": [False, True],
+                "cpp.enable_concat_linear": {
+                    "choices": [False, True], "when": "inductor.freezing"
+                },
+                "max_fusion_size": {
+                    "low": 32, "high": 96, "step": 32,
+                    "when": "compile.mode == 'default' and not inductor.freezing",
+                },
+            },
+        },
+        "cpu",
+    )  # fmt: skip
+    study = optuna.create_study(sampler=optuna.samplers.BruteForceSampler(seed=0))
+    hashes = set()
+
+    def objective(trial: optuna.Trial) -> float:
+        hashes.add(space.suggest(trial, leave).config_hash())
+        return 0.0
+
+    study.optimize(objective, n_trials=200)
+    assert space.size_leaving(leave) == len(study.trials) == len(hashes)
+    assert (space.size_leaving(leave) < space.size) == bool(leave)
+
+
 def test_conditions_are_validated_against_the_knobs_they_name():
     with pytest.raises(SpaceError) as info:
         space_from_dict(

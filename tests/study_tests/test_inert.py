@@ -10,7 +10,7 @@ import pytest
 import scripted
 
 from autotune.cli import main
-from autotune.records import TrialRecord
+from autotune.records import RecordStore, TrialRecord
 from autotune.reports import load_study_data, render_report
 from autotune.space import load_space
 from autotune.study import inert_knobs
@@ -89,6 +89,68 @@ def test_the_search_stops_drawing_an_inert_knob_and_the_report_says_so(tmp_path,
     report = render_report(load_study_data(storage, "s", importance=False), 200)
     assert "No effect on this model (left to torch in later trials): " in report
     assert "inductor.aggressive_fusion (#" in report
+
+
+# Issue 39: 20 x 20 = 400 configurations, both knobs inert on the model.
+CHUNKS = ", ".join(str(64 * i) for i in range(1, 21))
+FUSIONS = ", ".join(str(i) for i in range(1, 21))
+TWO_KNOBS = f"""name = "two_knobs"
+[compile]
+backend = ["inductor"]
+mode = ["default"]
+dynamic = [false]
+[inductor]
+"cpp.min_chunk_size" = [{CHUNKS}]
+"cpp.max_horizontal_fusion_size" = [{FUSIONS}]
+"""
+
+
+def one_code_per_scope(spec: TrialSpec) -> TrialResult:
+    """Neither knob changes the code: only the scope does."""
+    if spec.config is None:
+        return scripted.ok(1.0)
+    result = scripted.ok(1.3)
+    result.code_hash = repr(spec.config["scope"])
+    return result
+
+
+def test_a_space_that_collapses_below_the_trials_asked_ends_and_says_why(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 39: once both knobs are inert, what is left is a handful of scopes; every draw
+    then repeats a measured configuration (reused, not counted against --trials), and the
+    loop used to run for ever. It stops once the space left is measured whole."""
+    runs = scripted.use(monkeypatch, one_code_per_scope)
+    (tmp_path / "two.toml").write_text(TWO_KNOBS)
+    storage = f"sqlite:///{tmp_path}/s.db"
+    model = Path(__file__).parents[1] / "fixtures" / "models" / "scope_mixed.py"
+    code = main([
+        "search", str(model), "--space", str(tmp_path / "two.toml"), "--trials", "12",
+        "--storage", storage, "--study", "s", "--out", str(tmp_path / "best.json"),
+        "--device", "cpu", "--finalists", "0", "--seed", "1", "--compile-budget", "20",
+    ])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    stop = [line for line in printed.splitlines() if line.startswith("stopping: ")]
+    assert len(stop) == 1, printed
+    left = "(inductor.cpp.max_horizontal_fusion_size, inductor.cpp.min_chunk_size left to torch)"
+    assert stop[0].startswith(f"stopping: the space left to search {left} holds "), stop
+    assert stop[0].endswith(" distinct configurations, all measured"), stop
+    size = int(stop[0].split(" holds ")[1].split()[0])
+    study = optuna.load_study(study_name="s", storage=storage)
+    collapsed = [
+        t for t in study.trials if len(t.user_attrs.get("autotune.left_to_torch", ())) == 2
+    ]
+    assert len({t.user_attrs["autotune.key"] for t in collapsed}) == size
+    with RecordStore(storage) as store:
+        records = store.trials("s")
+    # Far fewer records than the 2,756 of the report; fewer trials measured than asked.
+    assert len(records) < 100 and store_searched(records) < 12, len(records)
+    assert len(runs) < 40
+
+
+def store_searched(records: list[TrialRecord]) -> int:
+    return sum(r.baseline is None and r.duplicate_of is None for r in records)
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ import torch
 from autotune.decide import best_config, finalist_candidates
 from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
+from autotune.reports import load_study_data, render_report
 from autotune.space import load_space
 from autotune.study import Search, SearchRequest, StudySettings
 from autotune.study._attrs import PRESET_ATTR
@@ -234,3 +235,112 @@ def test_no_finalist_is_remeasured_when_every_candidate_ran_clearly_slower(
     close = [dataclasses.replace(r, speedup_vs_eager_q3=1.01) if r.baseline == "default" else r
              for r in records]  # fmt: skip
     assert [r.baseline for r in finalist_candidates(close, settings)] == [None, "default"]
+
+
+class WholeModelBreaks(ByPreset):
+    """scope_mixed's parts as the compiler meets them: a scope that compiles ``crashy`` (the
+    whole model, unless it is kept eager) aborts, one that compiles ``hangs`` runs out of its
+    budget, and everything else runs 1.8x eager."""
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        result = super().run(spec)
+        if spec.config is None:
+            return result
+        scope = spec.config["scope"]
+        compiled, eager = set(scope["compile"]), set(scope.get("disable", ()))
+        for part, kind, error in (
+            ("crashy", "crash", "the trial process died of SIGABRT"),
+            ("hangs", "timeout", "still compiling or running after its compile budget"),
+        ):
+            if part in compiled or ("" in compiled and part not in eager):
+                return TrialResult.failed(kind, error)
+        result.speedup_vs_eager, result.latency_median_s = 1.8, 1e-3 / 1.8
+        result.speedup_vs_eager_q1, result.speedup_vs_eager_q3 = 1.79, 1.81
+        return result
+
+
+def test_a_whole_model_that_fails_everywhere_sends_the_search_to_its_parts(
+    tmp_path, model_file, space_file
+):
+    """Issue 39: default compile and every preset abort on the whole model. None of them was
+    timed, so nothing says compiling does not pay: the search says the whole model failed,
+    probes the parts, samples scopes, and its best config compiles the healthy parts only."""
+    request = _request(tmp_path, model_file, space_file, trials=8)
+    settings = dataclasses.replace(
+        request.settings, scope="search", model_path=model_file("scope_mixed")
+    )
+    request = dataclasses.replace(request, settings=settings)
+    runner, notes = WholeModelBreaks(), []
+    search = Search(request, runner, on_note=notes.append)
+    records = search.run()
+    assert search.ended == "budget met", notes
+    assert not [n for n in notes if "does not pay" in n], notes
+    failed = [n for n in notes if n.startswith("the whole model failed")]
+    assert failed == [
+        "the whole model failed under default torch.compile and all 3 presets (4 crash (the "
+        "trial process died of SIGABRT)): probing the model's parts one by one, to compile "
+        "those that work"
+    ], notes
+    assert notes.index(failed[0]) < next(i for i, n in enumerate(notes) if n.startswith("scope:"))
+    plan = search.trials.plan
+    assert plan is not None and {p.paths[0] for p in plan.excluded} == {"crashy", "hangs"}
+    sampled = [r for r in records if r.baseline is None and PRESET_ATTR not in _attrs(search, r)]
+    assert len({r.config["scope"]["compile"][0] for r in sampled}) >= 2  # scopes are searched
+    assert all(r.status == "ok" for r in sampled)
+    made = best_config(records, search.session.settings, "s", "sqlite://")
+    assert made.decision == "compile" and made.config is not None
+    scope = made.config.scope
+    assert not {"crashy", "hangs"} & set(scope.compile)
+    assert scope.compile != ("",) or {"crashy", "hangs"} <= set(scope.disable)
+    # The report keeps why the whole model failed beside the scope that worked.
+    report = render_report(load_study_data(request.storage, "s", importance=False), 200)
+    failures, scoped = report.index("Failures by kind"), report.index("Scope (each part")
+    assert "crash              4  [default], #2, #3, #4" in report[failures:scoped]
+    assert "kept eager everywhere: unit crashy: crash (the trial process" in report[scoped:]
+    assert "kept eager everywhere: unit hangs: timeout" in report[scoped:]
+    assert f"  the decision, trial {made.source['trial']}, compiles " in report[scoped:]
+
+
+def _attrs(search: Search, record: TrialRecord) -> dict:
+    return search.session.study.trials[record.trial_number].user_attrs
+
+
+class SlowerOrFailing(Slower):
+    """Slower, except that the configs setting ``failing`` options fail to compile."""
+
+    def __init__(self, failing: dict) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        if spec.config is not None and spec.config["options"] == self.failing:
+            self.specs.append(spec)
+            return TrialResult.failed("compile_error", "InductorError: boom")
+        return super().run(spec)
+
+
+def test_a_failed_preset_is_no_evidence_either_way(tmp_path, model_file, space_file):
+    """Whatever failed says nothing of speed: with the scope fixed, the stop rests on the
+    timed ones and its message says how many ran and what failed; with the scope searched,
+    a whole-model failure sends the search to the probes instead."""
+    runner, notes = SlowerOrFailing({"freezing": True}), []
+    search = Search(_request(tmp_path, model_file, space_file, trials=8), runner,
+                    on_note=notes.append)  # fmt: skip
+    search.run()
+    assert search.ended == "compile does not pay" and len(runner.specs) == 5
+    assert [n for n in notes if n.startswith("stopping: ")] == [
+        "stopping: of default torch.compile and all 3 presets, 3 ran, each clearly slower than "
+        "eager, and 1 failed (1 compile_error (InductorError: boom)), which says nothing of "
+        "speed (the best 0.80x, each that ran below 1.0x in three of four paired rounds): "
+        "compiling does not pay on this model, so no configuration is sampled (--no-prune "
+        "searches on)"
+    ]
+    (tmp_path / "b").mkdir()
+    request = _request(tmp_path / "b", model_file, space_file, trials=8)
+    request = dataclasses.replace(
+        request, settings=dataclasses.replace(request.settings, scope="search")
+    )
+    runner = SlowerOrFailing({"freezing": True})
+    search = Search(request, runner)
+    search.run()
+    assert search.ended != "compile does not pay" and search.trials.plan is not None

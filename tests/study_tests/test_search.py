@@ -12,6 +12,7 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.space import load_space
 from autotune.study import BASELINE_ATTR, Search, SearchRequest, StudySettings
+from autotune.study._ends import REPEATS
 from autotune.trials import TrialResult, TrialSpec
 
 
@@ -242,6 +243,27 @@ def test_scopes_are_probed_once_and_searched(request_for):
     again = TableRunner()
     Search(request_for(trials=7, model="scope_mixed", scope="search"), again).run()
     assert len(again.specs) <= 1  # at most the one new trial; probes would be several
+
+
+def test_drawing_only_measured_configurations_stops_the_search(request_for):
+    """Reuse has a bound: REPEATS draws in a row of configurations the study measured stop
+    the search (what is left unmeasured is drawn too rarely), saying how much was measured."""
+    Search(request_for(trials=1), TableRunner()).run()
+    study = optuna.load_study(study_name="s", storage=request_for().storage)
+    measured = next(t for t in study.trials if t.params)
+    for _ in range(REPEATS + 5):  # a sampler stuck on one measured point
+        study.enqueue_trial(measured.params)
+    notes: list[str] = []
+    runner = TableRunner()
+    search = Search(request_for(trials=50), runner, on_note=notes.append)
+    records = search.run()
+    assert search.ended == "space exhausted" and runner.specs == []  # nothing compiled again
+    assert sum(r.duplicate_of is not None for r in records) == REPEATS
+    assert [n for n in notes if n.startswith("stopping: ")] == [
+        f"stopping: the last {REPEATS} configurations drawn had all been measured (the space "
+        "holds 4 distinct configurations, 1 measured): the rest is drawn too rarely to spend "
+        "more trials on"
+    ]
 
 
 def test_amortized_over_few_calls_does_not_compile(request_for):
