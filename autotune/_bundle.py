@@ -32,7 +32,6 @@ def write_bundle(
     ``accuracy``, as a model file defines them) as a bundle in ``folder``, named
     ``CLASS-HASH.pt`` after the model and the first 12 hex digits of its content's SHA-256;
     the same content is written once. Returns its path."""
-    import hashlib
     import io
 
     import cloudpickle
@@ -61,11 +60,58 @@ def write_bundle(
         name = type(model).__name__
     else:
         name = getattr(model, "__name__", "model").strip("<>") or "model"
-    path = Path(folder) / f"{name}-{hashlib.sha256(data).hexdigest()[:12]}{BUNDLE_SUFFIX}"
-    if not path.is_file():  # its name is its content's hash, written whole or not at all
+    path = Path(folder) / f"{name}-{_digest(data)}{BUNDLE_SUFFIX}"
+    # Its name is its content's hash: a file of that name is kept only when it holds that
+    # content (one planted under the name is replaced), and it is written whole or not at all.
+    if _held(path) != data:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_bytes(path, data)
     return path
+
+
+def _digest(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()[:_DIGITS]
+
+
+_DIGITS = 12  # of the content's SHA-256 in a bundle's name
+
+
+def _held(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _verified(file: Path) -> bytes:
+    """The bytes of the bundle ``file``, read once, when they hash to what its name says: a
+    bundle is unpickled in the trial process, so a file changed or planted under a bundle's
+    name (or a ``.pt`` file autotune did not name) is never loaded."""
+    stem = file.name.removesuffix(BUNDLE_SUFFIX)
+    named = stem.rpartition("-")[2]
+    if len(named) != _DIGITS or any(c not in "0123456789abcdef" for c in named):
+        raise WorkloadError(
+            f"{file} is not a model bundle of autotune.tune() (a bundle is named CLASS-HASH.pt "
+            "after its content's SHA-256, and only such a .pt file is loaded); pass a model "
+            "file (*.py) that defines get_model(device) and get_inputs(device)."
+        )
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise WorkloadError(
+            f"The model bundle {file} cannot be read: {one_line(exc)}. It is written by "
+            "autotune.tune(); run that again to write it anew."
+        ) from exc
+    if _digest(data) != named:
+        raise WorkloadError(
+            f"The model bundle {file} does not hold what its name says (its content's SHA-256 "
+            f"starts {_digest(data)}, its name {named}): it was changed or planted after "
+            "autotune.tune() wrote it, so it is not loaded. Run autotune.tune() again to write "
+            "it anew."
+        )
+    return data
 
 
 def bundle_module(file: Path) -> ModuleType:
@@ -74,10 +120,13 @@ def bundle_module(file: Path) -> ModuleType:
 
     def content() -> dict[str, Any]:
         if not loaded:
+            import io
+
             import torch
 
+            data = _verified(file)
             try:
-                found = torch.load(file, map_location="cpu", weights_only=False)
+                found = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
             except Exception as exc:
                 raise WorkloadError(
                     f"The model bundle {file} cannot be read: {one_line(exc)}. It is written by "

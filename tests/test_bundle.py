@@ -55,3 +55,24 @@ def test_a_pt_file_that_is_no_bundle_is_refused_saying_what_to_pass(tmp_path):
     module = load_model_file(path)
     with pytest.raises(WorkloadError, match="is not a model bundle of autotune.tune"):
         build_model(module, "cpu")
+
+
+def test_a_file_planted_under_a_bundles_name_is_replaced_and_never_unpickled(tmp_path):
+    """Issue 41, item 6: the name claims the content's hash; nobody checked it, so a pickle
+    planted under the name a bundle would take ran in the trial process."""
+    model, x = nn.Linear(2, 2), torch.ones(1, 2)
+    path = write_bundle(tmp_path / "a", model, (x,))
+    planted = tmp_path / "b" / path.name
+    planted.parent.mkdir()
+    planted.write_bytes(b"cos\nsystem\n(S'echo planted'\ntR.")  # a pickle that runs a program
+    assert write_bundle(tmp_path / "b", model, (x,)) == planted
+    assert planted.read_bytes() == path.read_bytes()  # written afresh over the planted file
+    planted.write_bytes(planted.read_bytes() + b"\0")  # changed after autotune wrote it
+    module = load_model_file(planted)
+    with pytest.raises(WorkloadError, match="does not hold what its name says") as info:
+        build_model(module, "cpu")
+    assert "it was changed or planted after autotune.tune() wrote it" in str(info.value)
+    renamed = tmp_path / "weights-0123456789ab.pt"
+    renamed.write_bytes(path.read_bytes())  # a bundle under a hash that is not its own
+    with pytest.raises(WorkloadError, match="does not hold what its name says"):
+        build_model(load_model_file(renamed), "cpu")
