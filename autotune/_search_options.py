@@ -354,7 +354,9 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         metavar="DIR",
         help=(
             "kernel cache shared by the study's trials on this machine (default: "
-            "$AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study)"
+            "$AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study); a folder "
+            "of autotune's own: a new or empty one is created and marked, one holding other "
+            "files is refused"
         ),
     ),
     Option(

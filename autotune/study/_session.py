@@ -22,14 +22,19 @@ from autotune.records import RecordStore, TrialRecord
 from autotune.space import SearchSpace, space_from_dict
 from autotune.study._attrs import BASELINE_ATTR, WORKER_ATTR
 from autotune.study._borrow import WarmStart
-from autotune.study._cache import DEFAULT_LIMIT_BYTES
+from autotune.study._cache import DEFAULT_LIMIT_BYTES, own
 from autotune.study._events import Events
 from autotune.study._identity import device_type, local_settings
 from autotune.study._objective import Objective
 from autotune.study._pareto import DIRECTIONS
 from autotune.study._settings import StudySettings, settle
 from autotune.study._stale import TELL_REFUSED, finished_state, recover_stale, tell_record
-from autotune.study._storage import default_cache_dir, open_optuna_storage, retrying
+from autotune.study._storage import (
+    cache_dir_source,
+    default_cache_dir,
+    open_optuna_storage,
+    retrying,
+)
 
 # What the study's values are, by objective (and by --pareto axis), for Optuna's tools.
 SCORE_METRICS = {
@@ -107,10 +112,12 @@ class Session:
         self._timing: set[str] = set()
         self.records = RecordStore(request.storage)
         self.study = open_study(request)
+        given = "--cache-dir" if request.cache_dir is not None else None
         if request.cache_dir is None:
             request.cache_dir = default_cache_dir(
                 request.study_name, self.study._study_id, request.storage
             )
+        own(request.cache_dir, given or cache_dir_source())
         self.created = False
         self.settings = self._settle_settings()
         self.local = self._local_settings()

@@ -163,6 +163,11 @@ def _heartbeat_kwargs() -> dict[str, Any]:
     return kwargs
 
 
+def cache_dir_source() -> str:
+    """What named the default kernel cache, for a message: the variable, or the default."""
+    return "$AUTOTUNE_CACHE_DIR" if os.environ.get("AUTOTUNE_CACHE_DIR") else "the kernel cache"
+
+
 def default_cache_dir(study: str, study_id: int, storage: str) -> str:
     """``$AUTOTUNE_CACHE_DIR``, else a folder of the user's cache for this very study: its
     name, its Optuna id and its storage, so a study re-created under an old name (or one in

@@ -5,6 +5,7 @@ from __future__ import annotations
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
 from autotune.trials._runner import (
+    CACHE_PARTS,
     SubprocessRunner,
     TrialRunner,
     child_env,
@@ -22,10 +23,12 @@ from autotune.trials._spec import (
     TrialResult,
     TrialSpec,
 )
-from autotune.trials._warm import WarmHostRunner
+from autotune.trials._warm import HOST_LOG_PREFIX, WarmHostRunner
 
 __all__ = [
+    "CACHE_PARTS",
     "DEFAULT_PRECISION",
+    "HOST_LOG_PREFIX",
     "FAILURE_KINDS",
     "child_env",
     "dies_with_us",

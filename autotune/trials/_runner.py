@@ -144,14 +144,16 @@ def pin_threads() -> None:
     inductor_config.compile_threads = len(cores)  # a trial process is isolated: global is fine
 
 
+# The subfolders of a study's cache folder that trials compile into (Inductor's, Triton's):
+# the only ones its pruning may touch.
+CACHE_PARTS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
+
+
 def cache_env(spec: TrialSpec) -> dict[str, str]:
     """The study's kernel caches (Inductor and Triton), shared by its trials."""
     if not spec.cache_dir:
         return {}
-    return {
-        "TORCHINDUCTOR_CACHE_DIR": str(Path(spec.cache_dir, "inductor")),
-        "TRITON_CACHE_DIR": str(Path(spec.cache_dir, "triton")),
-    }
+    return {variable: str(Path(spec.cache_dir, part)) for variable, part in CACHE_PARTS.items()}
 
 
 def outcome(folder: Path, rc: int | None, timed_out: bool, budget_s: float) -> TrialResult:

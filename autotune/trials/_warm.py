@@ -25,6 +25,10 @@ _READY_TIMEOUT_S = 600.0
 _REPLY_TIMEOUT_S = 60.0
 
 
+# The preloaded host's log, beside the study's kernel caches (one per process of the study).
+HOST_LOG_PREFIX = "autotune-host-"
+
+
 class HostDied(Exception):
     """The host closed its pipe or did not answer in time."""
 
@@ -165,7 +169,7 @@ class WarmHostRunner:
             env["AUTOTUNE_HOST_DEVICE"] = key[1]
             folder = Path(self.log_dir or spec.cache_dir or _scratch.run_root())
             folder.mkdir(parents=True, exist_ok=True)
-            log = folder / f"autotune-host-{os.getpid()}.log"
+            log = folder / f"{HOST_LOG_PREFIX}{os.getpid()}.log"
             self._host, self._host_key = _Host(self.python, env, log), key
         if not self._host.wait_ready().get("fork_safe", True):
             raise _ForkUnsafe
