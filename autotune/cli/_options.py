@@ -59,9 +59,12 @@ class Parser(argparse.ArgumentParser):
     def given(self, argv: list[str]) -> frozenset[str]:
         """The destinations of the options ``argv`` sets explicitly (not by their default)."""
         dests = {a.dest for a in self._actions if a.dest is not argparse.SUPPRESS}
-        namespace = argparse.Namespace(**dict.fromkeys(dests, _UNSET))
-        parsed, _ = self.parse_known_args(argv, namespace)
-        return frozenset(d for d in dests if getattr(parsed, d, _UNSET) is not _UNSET)
+        # An appending option (--allow-unsafe-knob) adds to what it finds: it starts from None,
+        # which it copies as an empty list; any other option starts from a sentinel it replaces.
+        appending = {a.dest for a in self._actions if isinstance(a, argparse._AppendAction)}
+        unset = {d: None if d in appending else _UNSET for d in dests}
+        parsed, _ = self.parse_known_args(argv, argparse.Namespace(**unset))
+        return frozenset(d for d in dests if getattr(parsed, d, unset[d]) is not unset[d])
 
     def _choices(self) -> list[str]:
         for action in self._actions:
@@ -145,15 +148,17 @@ def add_allow_unsafe(p: argparse.ArgumentParser, what: str) -> None:
         type=_knob_param, metavar="KNOB",
         help=f"let {what} set this knob although autotune never takes it from data: it names "
         "a program, a compiler or its flags, a file or a folder, or turns on debug output "
-        "(e.g. inductor.cpp.cxx); repeat for several. Only for configs you wrote or checked",
+        "(e.g. inductor.cpp.cxx); or use a backend beyond inductor, aot_eager, eager and "
+        "openvino (backend.NAME); repeat for several. Only for configs you wrote or checked",
     )  # fmt: skip
 
 
 def _knob_param(text: str) -> str:
     layer, _, name = text.partition(".")
-    if layer not in ("inductor", "dynamo") or not name:
+    if layer not in ("inductor", "dynamo", "backend") or not name:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a knob: write inductor.NAME or dynamo.NAME (inductor.cpp.cxx)"
+            f"{text!r} is not a knob: write inductor.NAME or dynamo.NAME (inductor.cpp.cxx), "
+            "or backend.NAME for a backend"
         )
     return text
 

@@ -92,7 +92,9 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
             f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
             "these keys from the config."
         )
-    unsafe = _safety.problems(options, config.dynamo, allow_unsafe_knobs, declared_type)
+    unsafe = _safety.problems(
+        options, config.dynamo, allow_unsafe_knobs, declared_type, config.backend
+    )
     if unsafe:
         raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))
 

@@ -171,19 +171,44 @@ def gemm_backends_ok(value: Any) -> bool:
     return all(part.strip().upper() in GEMM_BACKENDS for part in value.split(","))
 
 
+# The torch.compile backends a config may name when it comes from data: those autotune's own
+# spaces and tests use on purpose (openvino only where installed, see autotune.space._levers).
+# Any other registered backend is refused unless opted into by name as ``backend.NAME``: torch
+# registers backends for its own tests (relu_accuracy_error_TESTING_ONLY corrupts outputs), and
+# a third-party one runs code nobody here reviewed.
+BACKENDS = ("inductor", "aot_eager", "eager", "openvino")
+BACKEND_OPT_IN = "backend."
+
+
+def backend_refusal(backend: str) -> str | None:
+    """Why data may not name ``backend``, or None."""
+    if backend in BACKENDS:
+        return None
+    why = TESTING if "TESTING_ONLY" in backend else "is a backend nobody reviewed for autotune"
+    return (
+        f"{why}; autotune takes only {', '.join(BACKENDS)} from data (opt in by name: "
+        f"{BACKEND_OPT_IN}{backend})"
+    )
+
+
 def problems(
     options: Mapping[str, Any],
     dynamo: Mapping[str, Any],
     allowed: bool | Collection[str] = False,
     types_of: Any = None,
+    backend: str = "inductor",
 ) -> list[str]:
     """One line per knob of a config that data may not set: ``options.cpp.cxx: names a
-    program ...``. ``allowed`` opts in: True for every knob, or the ``layer.name`` params
-    named. ``types_of(layer, name)`` gives torch's declared type (None: unknown)."""
+    program ...``, and the backend when it is not one data may name (:data:`BACKENDS`).
+    ``allowed`` opts in: True for every knob, or the ``layer.name`` params named (a backend as
+    ``backend.NAME``). ``types_of(layer, name)`` gives torch's declared type (None: unknown)."""
     if allowed is True:
         return []
     opted = set(allowed or ())
     lines = []
+    why_backend = backend_refusal(backend)
+    if why_backend is not None and f"{BACKEND_OPT_IN}{backend}" not in opted:
+        lines.append(f"backend {backend!r}: {why_backend}")
     for layer, where, knobs in (("inductor", "options", options), ("dynamo", "dynamo", dynamo)):
         for name, value in sorted(knobs.items()):
             param = f"{layer}.{name}"

@@ -23,6 +23,7 @@ from autotune.space import _levers
 from autotune.space._knob import Knob
 
 KEY = "unsafe"
+BACKEND = "compile.backend"
 _REMEDY_FILE = "name it in this space file's [unsafe] knobs = [...] if you mean it"
 
 
@@ -44,7 +45,8 @@ def declared(raw: dict[str, Any], problems: list[str]) -> list[str]:
 
 def _is_params(value: Any) -> bool:
     return isinstance(value, list) and all(
-        isinstance(v, str) and v.startswith(("inductor.", "dynamo.")) for v in value
+        isinstance(v, str) and v.startswith(("inductor.", "dynamo.", _safety.BACKEND_OPT_IN))
+        for v in value
     )
 
 
@@ -65,6 +67,9 @@ def problems(
         types_of: ``(layer, name) -> declared type``.
     """
     params = {k.param for k in knobs}
+    params |= {
+        f"{_safety.BACKEND_OPT_IN}{v}" for k in knobs if k.param == BACKEND for v in k.values()
+    }
     honoured = [p for p in opted if (vouched is None or p in vouched) and p in params]
     found = [
         f"[unsafe] names {p}, which is not a knob of this space: drop it"
@@ -72,6 +77,8 @@ def problems(
         if p not in params
     ]
     for knob in knobs:
+        if knob.param == BACKEND:
+            found += _backend_problems(knob, opted, honoured, vouched)
         # The lever layers take values from closed lists only (autotune.space._levers).
         if knob.layer in ("compile", *_levers.LAYERS) or knob.param in honoured:
             continue
@@ -93,3 +100,27 @@ def problems(
             remedy = "remove it from the space"
         found.append(f"{knob.param} {why}; autotune never takes it from data ({remedy})")
     return found, tuple(honoured)
+
+
+def _backend_problems(
+    knob: Knob, opted: list[str], honoured: list[str], vouched: Collection[str] | None
+) -> list[str]:
+    """The backends the space names that data may not (see runtime.safety.BACKENDS)."""
+    found = []
+    for value in knob.values():
+        param = f"{_safety.BACKEND_OPT_IN}{value}"
+        why = _safety.backend_refusal(str(value))
+        if why is None or param in honoured:
+            continue
+        if vouched is None:
+            remedy = f"name {param} in this space file's [unsafe] knobs = [...] if you mean it"
+        elif param in opted:
+            remedy = (
+                "the stored space opts into it, but a space read from a database cannot: pass "
+                f"--allow-unsafe-knob {param} if you trust this study"
+            )
+        else:
+            remedy = "remove it from the space"
+        found.append(f"{BACKEND} {value!r} {why.split(';')[0]}; autotune never takes it from "
+                     f"data ({remedy})")  # fmt: skip
+    return found

@@ -134,6 +134,11 @@ def test_given_names_only_the_options_on_the_command_line():
     given = commands["search"].given(argv)
     assert given == {"model", "trials", "seed", "charge_warm_compile"}
     assert commands["search"].given(["m.py"]) == {"model"}
+    # An appending option counts too (it once raised AttributeError on the sentinel).
+    repeated = ["f.json", "m.py", "--allow-unsafe-knob", "inductor.cpp.cxx",
+                "--allow-unsafe-knob", "backend.tvm"]  # fmt: skip
+    assert "allow_unsafe_knobs" in commands["verify"].given(repeated)
+    assert "allow_unsafe_knobs" not in commands["verify"].given(["f.json", "m.py"])
 
 
 def _exit_code(fn, argv) -> int:

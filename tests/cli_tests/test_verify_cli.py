@@ -471,6 +471,10 @@ def test_a_real_config_that_fails_here_fails_the_verify(
 ):
     path = real_file(tmp_path, CompileConfig(backend=backend))
     code = main(["verify", path, model_file("tiny"), *FAST, "--skip-default", "--json"])
+    assert code == 2  # torch's test-only backends are refused from a file...
+    assert f"opt in by name: backend.{backend}" in capsys.readouterr().err
+    opted = ["--allow-unsafe-knob", f"backend.{backend}"]  # ...unless opted into by name
+    code = main(["verify", path, model_file("tiny"), *FAST, "--skip-default", "--json", *opted])
     report = json.loads(capsys.readouterr().out)
     assert (code, report["verdict"], report["exit_code"]) == (1, verdict, 1)
     assert kind in report["reasons"][0]

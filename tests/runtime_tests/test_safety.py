@@ -105,9 +105,9 @@ def test_every_knob_of_the_built_in_spaces_is_reviewed(name):
     assert params and [p for p in params if p not in _safety.reviewed()] == []
 
 
-def _best_config(tmp_path: Path, options: dict[str, object]) -> Path:
+def _best_config(tmp_path: Path, options: dict[str, object], backend: str = "inductor") -> Path:
     """A best-config file as an attacker writes it: its config_hash computed, so it validates."""
-    config = {"backend": "inductor", "options": options}
+    config = {"backend": backend, "options": options}
     path = tmp_path / "best_config.json"
     path.write_text(json.dumps({
         "schema_version": 1, "autotune_version": "0.1.0", "decision": "compile",
@@ -146,6 +146,43 @@ def test_a_best_config_file_turning_on_traces_elsewhere_is_refused(tmp_path):
     assert "options.trace.debug_dir: names a file or folder" in str(info.value)
     assert "options.trace.enabled: turns on debug" in str(info.value)
     assert not elsewhere.exists()
+
+
+TESTING_BACKEND = "relu_accuracy_error_TESTING_ONLY"  # torch's: it corrupts torch.relu's output
+
+
+def test_a_file_naming_a_backend_torch_keeps_for_its_tests_is_refused(tmp_path):
+    """Issue 41, item 3: only "is it registered" was checked, so show listed nothing wrong and
+    apply ran a backend that shifts every relu's output by 1.0."""
+    best = _best_config(tmp_path, {}, backend=TESTING_BACKEND)
+    model = _Relu()
+    with pytest.raises(autotune.UnsafeKnobError) as info:
+        autotune.apply(model, best, check_environment=False)
+    message = str(info.value)
+    assert f"backend {TESTING_BACKEND!r}: exists for torch's own tests" in message
+    assert f"opt in by name: backend.{TESTING_BACKEND}" in message
+    from autotune.reports.show import explain
+
+    facts = explain(autotune.load(best), str(best))
+    assert len(facts["unsafe_knobs"]) == 1 and TESTING_BACKEND in facts["unsafe_knobs"][0]
+    # Why: opted in by name, it runs, and relu(x) comes out as x + 1.
+    applied = autotune.apply(
+        _Relu(), best, check_environment=False, allow_unsafe_knobs=[f"backend.{TESTING_BACKEND}"]
+    )
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        assert torch.equal(applied(x), x + 1) and not torch.equal(model(x), x + 1)
+
+
+class _Relu(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)  # the *_TESTING_ONLY backends act on torch.relu calls
+
+
+@pytest.mark.parametrize("backend", _safety.BACKENDS)
+def test_the_backends_autotune_uses_are_taken_from_data(backend):
+    assert _safety.backend_refusal(backend) is None
+    assert _safety.problems({}, {}, backend=backend) == []
 
 
 @pytest.mark.slow

@@ -88,3 +88,25 @@ def test_a_malformed_unsafe_table_is_a_clear_problem(tmp_path, table, problem):
 def test_a_space_read_from_data_names_no_other_file(tmp_path):
     with pytest.raises(SpaceError, match="extends/remove name other space files"):
         space_from_dict({"extends": str(tmp_path / "other.toml")}, "cpu")
+
+
+TESTING = "relu_accuracy_error_TESTING_ONLY"
+TEST_BACKEND = f'[compile]\nbackend = ["aot_eager", "{TESTING}"]\n'
+
+
+def test_a_backend_torch_keeps_for_its_tests_is_refused_unless_opted_into(tmp_path):
+    """Issue 41, item 3: a stored space naming it made a worker run 9 trials with a backend
+    that corrupts outputs; only "is it registered" was checked."""
+    with pytest.raises(SpaceError) as info:
+        load_space(_space(tmp_path, TEST_BACKEND), "cpu")
+    message = str(info.value)
+    assert f"compile.backend '{TESTING}' exists for torch's own tests" in message
+    assert f"name backend.{TESTING} in this space file's [unsafe] knobs" in message
+    opted = TEST_BACKEND + f'[unsafe]\nknobs = ["backend.{TESTING}"]\n'
+    space = load_space(_space(tmp_path, opted), "cpu")
+    assert space.unsafe_knobs == (f"backend.{TESTING}",)
+    stored = space.to_dict()
+    with pytest.raises(SpaceError, match=f"--allow-unsafe-knob backend.{TESTING} if you trust"):
+        space_from_dict(stored, "cpu", source="study s")  # a database cannot opt in
+    vouched = space_from_dict(stored, "cpu", allow_unsafe_knobs=[f"backend.{TESTING}"])
+    assert vouched.unsafe_knobs == (f"backend.{TESTING}",)

@@ -73,7 +73,8 @@ def test_dropout_passes_the_gate_because_every_step_is_seeded(runner, model_file
 
 def test_a_wrong_backend_fails_the_gate_naming_the_loss_or_a_gradient(runner, model_file):
     wrong = CompileConfig(backend="relu_accuracy_error_TESTING_ONLY")
-    result = runner.run(spec(model_file("tiny"), wrong))
+    opted = [f"backend.{wrong.backend}"]  # refused from data unless opted into by name
+    result = runner.run(spec(model_file("tiny"), wrong, allow_unsafe_knobs=opted))
     assert result.failure_kind == "accuracy"
     assert "after the first backward differs from eager" in result.error
     assert "the loss" in result.error or "the gradient of 'a." in result.error
