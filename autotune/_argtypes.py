@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from autotune import _rules as rules
+from autotune._printable import say
 from autotune._sizes import parse_size
 
 T = TypeVar("T")
@@ -29,7 +30,7 @@ _SAID: set[str] = set()
 def _note_once(text: str) -> None:
     if text not in _SAID:
         _SAID.add(text)
-        print(f"note: {text}", file=sys.stderr)
+        say(f"note: {text}", file=sys.stderr)
 
 
 def trial_host(text: str) -> str:

@@ -16,6 +16,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from autotune._printable import say
 from autotune._secrets import mask_text
 from autotune.cli import _study_file
 from autotune.cli import cache as cache
@@ -74,14 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         # Masked as a last line of defence: no message may carry a storage's password.
         urls = _urls(args)
         if args.debug:
-            print(mask_text(traceback.format_exc(), urls), end="", file=sys.stderr)
-        print(f"autotune: error: {mask_text(exc, urls)}", file=sys.stderr)
+            say(mask_text(traceback.format_exc(), urls), end="", file=sys.stderr)
+        say(f"autotune: error: {mask_text(exc, urls)}", file=sys.stderr)
         return EXIT_USAGE
     except Terminated:
-        print(f"autotune: terminated; {command.INTERRUPTED}", file=sys.stderr)
+        say(f"autotune: terminated; {command.INTERRUPTED}", file=sys.stderr)
         return int(getattr(command, "TERMINATED_EXIT", EXIT_INTERRUPTED))
     except KeyboardInterrupt:
-        print(f"autotune: interrupted; {command.INTERRUPTED}", file=sys.stderr)
+        say(f"autotune: interrupted; {command.INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`autotune report | head`): stop quietly, as a pipe expects;

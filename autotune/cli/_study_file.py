@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from autotune._printable import say
 from autotune._search_options import RENAMED
 from autotune._toml import read as read_toml
 from autotune.errors import UsageError
@@ -70,9 +71,7 @@ def study_options(path: Path, parser: argparse.ArgumentParser) -> list[str]:
     for key, value in data.items():
         name = key.replace("-", "_")
         if name in RENAMED:  # a key's former name: read as today's, said once
-            print(
-                f"note: {path}: `{key}` is now `{RENAMED[name]}` (same meaning)", file=sys.stderr
-            )
+            say(f"note: {path}: `{key}` is now `{RENAMED[name]}` (same meaning)", file=sys.stderr)
             name = RENAMED[name]
         action = actions.get(name)
         if action is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from autotune._printable import say
 from autotune.cli import _options as options
 
 INTERRUPTED = "the best-config file was not changed."
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
         raise UsageError("--no-cache with --no-aot leaves nothing to export; drop one of them.")
     try:
-        ship_cache(args.file, args.model, on_note=lambda note: print(note, flush=True),
+        ship_cache(args.file, args.model, on_note=lambda note: say(note, flush=True),
                      cache=not args.no_cache, aot=not args.no_aot,
                      allow_unsafe_knobs=args.allow_unsafe_knobs)  # fmt: skip
     except ConfigError as exc:

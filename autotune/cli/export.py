@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from autotune._printable import say
 from autotune.cli import _options as options
 from autotune.errors import UsageError
 
@@ -45,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     study = options.study(args)
     data = load_study_data(options.storage(args), study, importance=False)
     rows = export_study(data, out, fmt)
-    print(f"Wrote {rows} trials of study {study!r} to {args.out} ({fmt}).")
+    say(f"Wrote {rows} trials of study {study!r} to {args.out} ({fmt}).")
     for note in data.notes:
-        print(f"note: {note}", file=sys.stderr)
+        say(f"note: {note}", file=sys.stderr)
     return 0
 
 

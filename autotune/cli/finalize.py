@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from autotune import _argtypes as argtypes
+from autotune._printable import say
 from autotune.cli import _options as options
 
 INTERRUPTED = "the finalists measured so far are recorded; nothing else changed."
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         remeasure_finalists=args.remeasure,
         deadline=Deadline.after(args.timeout),
         runner=options.trial_runner(),
-        on_note=lambda note: print(note, flush=True),
+        on_note=lambda note: say(note, flush=True),
         device=args.device,
         model_path=args.model,
         for_device=args.for_device,
@@ -64,5 +65,5 @@ def run(args: argparse.Namespace) -> int:
         allow_version_mismatch=args.allow_version_mismatch,
         allow_unsafe_knobs=args.allow_unsafe_knobs,
     )
-    print(terminal.decision(decision, args.out))
+    say(terminal.decision(decision, args.out))
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from autotune._printable import say
 from autotune.cli import _options as options
 
 INTERRUPTED = "nothing was written."
@@ -29,5 +30,5 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 def run(args: argparse.Namespace) -> int:
     from autotune.ship import merge_files
 
-    merge_files(args.files, args.out, on_note=lambda note: print(note, flush=True))
+    merge_files(args.files, args.out, on_note=lambda note: say(note, flush=True))
     return 0

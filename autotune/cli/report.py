@@ -7,6 +7,7 @@ import argparse
 import shutil
 
 from autotune import _argtypes as argtypes
+from autotune._printable import say
 from autotune.cli import _options as options
 
 INTERRUPTED = "nothing was written."
@@ -48,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
         options.require_folder("--html", args.html)
     data = load_study_data(options.storage(args), options.study(args))
     width = args.width or max(120, shutil.get_terminal_size((160, 40)).columns)
-    print(render_report(data, width), flush=True)
+    say(render_report(data, width), flush=True)
     if args.html:
         from autotune.reports import write_html
 
         size = write_html(data, args.html)
-        print(f"\nWrote {args.html} ({size / 1024:,.0f} kB; opens offline in any browser).")
+        say(f"\nWrote {args.html} ({size / 1024:,.0f} kB; opens offline in any browser).")
     return 0

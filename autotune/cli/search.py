@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from autotune._printable import say
 from autotune._search_options import SEARCH_OPTIONS
 from autotune._settings_table import (
     changeable_options,
@@ -65,21 +66,21 @@ def run(args: argparse.Namespace) -> int:
 
     def decided(decision: Decision) -> None:
         progress.finish()  # the panel stops before the decision is printed
-        print(terminal.decision(decision, args.out), flush=True)
+        say(terminal.decision(decision, args.out), flush=True)
 
     with progress:
         for line in opening_lines(search):
             progress.note(line)
         outcome = run_study(search, finish_of(args), on_front=front, on_decision=decided)
     if outcome.decision is None:
-        print(
+        say(
             "No best-config file was written: the eager baseline was not measured before the "
             "run stopped. Run the same command again to continue the study.",
             flush=True,
         )
         return 1
     if outcome.not_shipped:
-        print(outcome.not_shipped, flush=True)
+        say(outcome.not_shipped, flush=True)
     return 0
 
 
@@ -90,7 +91,7 @@ def _create_only(search: Search) -> int:
     session, request = search.session, search.request
     s = session.settings
     what = "created" if session.created else "ready"
-    print(
+    say(
         f"study {request.study_name!r} {what} ({s.model_path} on {s.device}, space "
         f"{session.space.name!r}, {s.trials} trials); no trial ran (--no-worker). Start workers:"
         f"\n  autotune worker --study {request.study_name} --storage "

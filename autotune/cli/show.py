@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from autotune._printable import say
 from autotune.cli import _options as options
 from autotune.errors import UsageError
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         facts = explain_file(file.entries, args.file, here)
         text = render_file(facts)
-    print(json.dumps(facts, indent=2, default=str) if args.json else text)
+    say(json.dumps(facts, indent=2, default=str) if args.json else text)
     return 0
 
 

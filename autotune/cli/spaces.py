@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune import _toml as toml_file
+from autotune._printable import say
 from autotune.cli import _options as options
 
 if TYPE_CHECKING:
@@ -63,8 +64,8 @@ def _list() -> int:
     spaces = builtin_descriptions()
     width = max(map(len, spaces), default=0)
     for name, description in spaces.items():
-        print(f"{name:<{width}}  {description}")
-    print(
+        say(f"{name:<{width}}  {description}")
+    say(
         "\nShow one with `autotune spaces --show NAME`, check a file with "
         "`autotune spaces --check PATH`, search with `autotune search MODEL.py --space NAME`."
     )
@@ -79,8 +80,8 @@ def _check(path: str, device: str | None, allow_numerics: bool) -> int:
     device = _device(device, path)
     space = load_space(path, device, allow_numerics_changes=allow_numerics)
     for note in space.notes:
-        print(f"note: {note}")
-    print(
+        say(f"note: {note}")
+    say(
         f"ok: {space.size} configurations (space {space.name!r} on {device}, "
         f"torch {torch.__version__})"
     )
@@ -96,25 +97,25 @@ def _show(name: str, device: str | None) -> int:
     plain = load_space(name, device)
     space = load_space(name, device, allow_numerics_changes=True)
     more = f" ({space.size} with --allow-numerics-changes)" if space.searches_numerics else ""
-    print(
+    say(
         f"space {space.name!r} on {device}, torch {torch.__version__}: {plain.size} "
         f"configurations{more}"
     )
     if space.description:
-        print(space.description)
-    print(f"run it: autotune search MODEL.py --device {device} --space {name}\n")
+        say(space.description)
+    say(f"run it: autotune search MODEL.py --device {device} --space {name}\n")
     rows = [("knob", "type", "default", "searched"), *map(_row, space.knobs)]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[3]]).rstrip())
+        say("  ".join([*cells, row[3]]).rstrip())
     if plain.presets:
-        print("\npresets, measured in every study after the baselines, in this order:")
+        say("\npresets, measured in every study after the baselines, in this order:")
         for preset in plain.presets:
             sets = ", ".join(f"{k} = {_toml(v)}" for k, v in preset.values.items())
-            print(f"  {preset.name}: {sets}")
+            say(f"  {preset.name}: {sets}")
     for note in plain.notes:
-        print(f"note: {note}")
+        say(f"note: {note}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from autotune._printable import say
 from autotune.cli import _options as options
 
 INTERRUPTED = "nothing was changed."
@@ -27,5 +28,5 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 def run(args: argparse.Namespace) -> int:
     from autotune.reports import list_studies, render_studies
 
-    print(render_studies(list_studies(options.storage(args))), flush=True)
+    say(render_studies(list_studies(options.storage(args))), flush=True)
     return 0

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from autotune import _argtypes as argtypes
+from autotune._printable import say
 from autotune.cli import _options as options
 from autotune.errors import UsageError
 
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     plan_measurements(best, default)  # refuses what cannot be verified before any output
     out = sys.stderr if args.json else sys.stdout
     if not args.json:
-        print(_heading(args, best, seed), flush=True)
+        say(_heading(args, best, seed), flush=True)
     runner = options.trial_runner() or SubprocessRunner()
     try:
         report = verify(
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
     finally:
         runner.close()
-    print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
+    say(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
     return report.exit_code
 
 
@@ -130,7 +131,7 @@ def _entry_here(file: ConfigFile, device: str | None, path: str) -> BestConfig:
     if choice.entry is None:
         raise UsageError(f"{path}: {choice.why}.")
     if not choice.exact:
-        print(f"verify: {choice.why}.", file=sys.stderr, flush=True)
+        say(f"verify: {choice.why}.", file=sys.stderr, flush=True)
     return choice.entry
 
 

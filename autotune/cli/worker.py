@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from autotune import _argtypes as argtypes
+from autotune._printable import say
 from autotune.cli import _options as options
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress)
 
     def decided(decision: Decision) -> None:
         progress.finish()
-        print(terminal.decision(decision, args.out), flush=True)
+        say(terminal.decision(decision, args.out), flush=True)
 
     outcome = run_study(search, finish, on_decision=decided)
     progress.finish()
@@ -218,4 +219,4 @@ def _prefix(stream: IO[str] | None, prefix: str) -> None:
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)
+    say(line, flush=True)

@@ -96,8 +96,29 @@ def export_study(data: StudyData, path: str | os.PathLike[str], fmt: str = "parq
         else:
             import pyarrow.csv as pcsv
 
-            pcsv.write_csv(table, os.fspath(tmp))
+            pcsv.write_csv(_inert_cells(table), os.fspath(tmp))
     return int(table.num_rows)
+
+
+# A spreadsheet reads a cell that starts with one of these as a formula (CSV injection).
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert_cells(table: pa.Table) -> pa.Table:
+    """``table`` with every text cell a spreadsheet would read as a formula quoted the way
+    spreadsheets expect (a leading apostrophe: ``'=cmd|...`` shows as text)."""
+    import pyarrow as pa
+
+    columns = []
+    for column in table.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            values = [
+                f"'{v}" if isinstance(v, str) and v.startswith(_FORMULA) else v
+                for v in column.to_pylist()
+            ]
+            column = pa.chunked_array([pa.array(values, type=column.type)])
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def study_table(data: StudyData) -> pa.Table:

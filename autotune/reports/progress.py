@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from autotune._printable import printable
 from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.reports import terminal
@@ -142,8 +143,8 @@ class Progress:
 
     def say(self, line: str) -> None:
         """Prints ``line`` (above the panel while it shows), even when quiet."""
-        if self.live:
-            # markup and highlighting off: "[eager]" is text, not a style tag
+        line = printable(line)  # text from data never reaches the terminal raw
+        if self.live:  # markup and highlighting off: "[eager]" is text, not a style tag
             self.console.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
         else:
             print(line, flush=True)
@@ -204,8 +205,8 @@ class Progress:
         grid.add_column(no_wrap=True, style="bold")
         grid.add_column(no_wrap=True, overflow="ellipsis")
         for name, value in rows:
-            grid.add_row(name, Text(value))
-        return Panel(grid, title=Text(self._title), title_align="left")
+            grid.add_row(name, Text(printable(value)))
+        return Panel(grid, title=Text(printable(self._title)), title_align="left")
 
     def rows(self) -> list[tuple[str, str]]:
         """The panel's rows, as (name, text)."""

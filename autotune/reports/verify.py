@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from autotune._printable import say
 from autotune.reports._format import clip, ms, seconds, spread, times
 from autotune.trials import TrialResult
 from autotune.verify import VerifyReport
@@ -16,16 +17,14 @@ def progress(out: TextIO, repeat: int, name: str, result: TrialResult) -> None:
     """One line as each measurement ends."""
     head = f"  repeat {repeat}  {_LABELS[name]:<18}"
     if not result.ok:
-        print(
-            f"{head} {result.failure_kind}: {clip(result.error or '', 100)}", file=out, flush=True
-        )
+        say(f"{head} {result.failure_kind}: {clip(result.error or '', 100)}", file=out, flush=True)
         return
     compile_s = f"  compile {result.compile_time_s:.1f}s" if result.compile_time_s else ""
     speedup = spread(
         result.speedup_vs_eager, result.speedup_vs_eager_q1, result.speedup_vs_eager_q3
     )
     known = f"  median {result.precision_note()}" if result.precision_note() else ""
-    print(f"{head} ok  {speedup} eager{known}{compile_s}", file=out, flush=True)
+    say(f"{head} ok  {speedup} eager{known}{compile_s}", file=out, flush=True)
 
 
 def render(report: VerifyReport) -> str:

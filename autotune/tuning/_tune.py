@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from autotune._printable import say
 from autotune._search_options import DEFAULT_STORAGE, SEARCH_OPTIONS, STORAGE_ENV, add
 from autotune.errors import UsageError
 from autotune.tuning._result import TuneResult
@@ -142,7 +143,7 @@ def _run(args: argparse.Namespace) -> TuneResult:
         progress.finish()
         decided.append(made)
         if not args.quiet:
-            print(terminal.decision(made, args.out), flush=True)
+            say(terminal.decision(made, args.out), flush=True)
 
     with progress:
         for line in opening_lines(search):
