@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import shutil
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from autotune._scratch import scratch_dir
 from autotune.runtime.cache import refuse_if_changed
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import weights_sha256
@@ -70,7 +72,6 @@ def load_package(entry: dict[str, Any], package: Path, model: torch.nn.Module) -
         raise FileNotFoundError(
             f"the AOTInductor package {package} named by the file is not there"
         )
-    refuse_if_changed(entry, package, "AOTInductor package", "a package holds shared objects")
     embedded = entry.get("weights") == "embedded"
     lacking = torch_lacks(dynamic=False, frozen=embedded)
     if lacking:
@@ -80,8 +81,18 @@ def load_package(entry: dict[str, Any], package: Path, model: torch.nn.Module) -
         )
     if embedded:
         _refuse_other_weights(entry, model)
-        return PackagedModule(_load_runner(package), model, embedded=True)
-    runner = _load_runner(package)
+    # torch's loader takes a path: it is given a private copy whose hash was checked, never the
+    # file beside the config, which someone could replace between the check and the load.
+    with scratch_dir("aot-") as private:
+        copy = private / package.name
+        with package.open("rb") as src, copy.open("xb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        with copy.open("rb") as held:
+            holds = "a package holds shared objects"
+            refuse_if_changed(entry, package, "AOTInductor package", holds, held)
+        runner = _load_runner(copy)
+    if embedded:
+        return PackagedModule(runner, model, embedded=True)
     return PackagedModule(runner, model, _expected_constants(runner, package))
 
 

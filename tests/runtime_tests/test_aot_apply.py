@@ -143,3 +143,42 @@ def test_cache_export_runs_only_a_model_file_its_command_line_names(tmp_path, ca
     err = " ".join(capsys.readouterr().err.split())
     assert "never names code for autotune to run" in err and "pass --model PATH" in err
     assert str(evil) in err and not marker.exists()
+
+
+@pytest.mark.slow
+def test_the_package_loaded_is_the_copy_whose_hash_was_checked(
+    packaged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41, item 4: the package was hashed by path and loaded by path, so a writer who
+    replaced it between the two got its bytes loaded. Swapped right after the check here, the
+    file beside the config is not what torch's loader reads: a private copy, checked, is."""
+    from autotune.runtime import aot
+
+    for name in (packaged.name, "tiny.py", autotune.load(packaged).aot["path"]):  # type: ignore[index]
+        shutil.copy(packaged.parent / name, tmp_path / name)
+    best = tmp_path / packaged.name
+    package = tmp_path / autotune.load(best).aot["path"]  # type: ignore[index]
+    good = package.read_bytes()
+    checked, loaded = aot.refuse_if_changed, aot._load_runner
+    given: list[bytes] = []
+
+    def check_then_swap(*args, **kwargs) -> None:
+        checked(*args, **kwargs)
+        package.write_bytes(b"planted shared objects")  # the attacker's window
+
+    def load(path: Path):
+        given.append(path.read_bytes())
+        assert path != package and path.parent != package.parent
+        return loaded(path)
+
+    monkeypatch.setattr(aot, "refuse_if_changed", check_then_swap)
+    monkeypatch.setattr(aot, "_load_runner", load)
+    from autotune.workload import build_model, load_model_file
+
+    model = build_model(load_model_file(tmp_path / "tiny.py"), "cpu").eval()
+    served = autotune.apply(model, best, check_environment=False, strict=True)
+    assert given == [good] and package.read_bytes() != good
+    assert type(served).__name__ == "PackagedModule"
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(served(x), model(x), rtol=1e-4, atol=1e-4)
