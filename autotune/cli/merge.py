@@ -19,10 +19,18 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "per machine (device name and torch version); autotune.apply picks the entry for the "
         "machine it runs on. For a machine in several files, the later file's entry wins. "
         "Each entry's compile cache and AOTInductor package are checked against their SHA-256 "
-        "and copied beside the output under the entry's own name.",
+        "and copied beside the output under the entry's own name. Every entry keeps its "
+        "signature as it was: a merge vouches for nothing unless --resign says so.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="best-config files to combine")
     p.add_argument("-o", "--out", required=True, metavar="PATH", help="the file to write")
+    p.add_argument(
+        "--resign", action="store_true",
+        help="sign every merged entry with this machine's key ($AUTOTUNE_SIGNING_KEY): you "
+        "vouch for entries other machines wrote (default: each keeps its own signature, or "
+        "none)",
+    )  # fmt: skip
+    options.add_allow_unsafe(p, "an entry")
     options.add_debug(p)
     return p
 
@@ -30,5 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 def run(args: argparse.Namespace) -> int:
     from autotune.ship import merge_files
 
-    merge_files(args.files, args.out, on_note=lambda note: say(note, flush=True))
+    merge_files(
+        args.files, args.out, on_note=lambda note: say(note, flush=True),
+        allow_unsafe_knobs=args.allow_unsafe_knobs, resign=args.resign,
+    )  # fmt: skip
     return 0

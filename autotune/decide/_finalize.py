@@ -22,7 +22,7 @@ from autotune.decide._presets import measured_presets
 from autotune.errors import UsageError
 from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
-from autotune.ship import existing_file, write_entry
+from autotune.ship import existing_file, vouch, write_entry
 from autotune.study import (
     Objective,
     PickRule,
@@ -133,6 +133,9 @@ def finalize(
     decision = _decide(records, settings, study, storage, finalists)
     decision.round = found
     decision.remeasured = finalists is not None and found is None
+    made = decision.best
+    if made.config is not None:  # a row is data: its config passes the file's rules first
+        vouch(made, allow_unsafe_knobs, f"trial {made.source.get('trial')} of study {study!r}")
     if out is not None:
         written = write_entry(out, decision.best)
         if not written.startswith("wrote "):  # a new file is said by the caller's summary

@@ -319,8 +319,9 @@ def _signature(best: BestConfig) -> dict[str, Any]:
 def _signature_line(signature: dict[str, Any]) -> str:
     if not signature["signed"]:
         return (
-            "Signature: none (written without $AUTOTUNE_SIGNING_KEY); autotune.apply with "
-            "require_signature refuses it."
+            "Signature: none (its writer had no $AUTOTUNE_SIGNING_KEY, or a merge kept another "
+            "machine's entry without vouching for it); autotune.apply with require_signature "
+            "refuses it."
         )
     text = f"Signature: signed with key {signature['key_id']}"
     if signature["verified"]:

@@ -241,6 +241,9 @@ class ConfigFile:
     """
 
     entries: list[BestConfig]
+    # The entries this process produced (written by its search, finalize or export): the only
+    # ones it signs. The others keep the signature they were read with, or none.
+    produced: list[BestConfig] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _raise_if(_entries_problems(self.entries), "invalid ConfigFile")
@@ -296,13 +299,18 @@ class ConfigFile:
         }
 
     def to_json(self) -> str:
-        """Human-readable, diffable JSON (indent 2, trailing newline); each entry signed when
-        ``$AUTOTUNE_SIGNING_KEY`` is set."""
+        """Human-readable, diffable JSON (indent 2, trailing newline); with
+        ``$AUTOTUNE_SIGNING_KEY`` set, each entry this process produced (:attr:`produced`)
+        signed, every other one written with the signature it was read with, or none."""
         data = self.to_dict()
+        mine = [any(e is p for p in self.produced) for e in self.entries]
         if len(self.entries) == 1:
-            data = _signed(data)
+            data = _signed(data) if mine[0] else data
         else:
-            data["entries"] = [_signed(entry) for entry in data["entries"]]
+            data["entries"] = [
+                _signed(entry) if ours else entry
+                for entry, ours in zip(data["entries"], mine, strict=True)
+            ]
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
     def dump(self, path: str | os.PathLike[str]) -> None:
@@ -310,7 +318,9 @@ class ConfigFile:
         _write_atomically(Path(path), self.to_json())
 
     def put(self, best: BestConfig) -> BestConfig | None:
-        """Adds ``best``, replacing the entry for the same machine; returns the replaced one."""
+        """Adds ``best``, replacing the entry for the same machine; returns the replaced one.
+        ``best`` is this process's product: :meth:`to_json` signs it."""
+        self.produced.append(best)
         for index, entry in enumerate(self.entries):
             if entry_key(entry) == entry_key(best):
                 self.entries[index] = best
@@ -382,7 +392,7 @@ def _write_atomically(target: Path, text: str) -> None:
 
 def _signed(entry: dict[str, Any]) -> dict[str, Any]:
     """``entry`` (a JSON form) with a fresh signature when a signing key is set: the process
-    writing the file vouches for every entry it writes."""
+    that produced the entry vouches for it (never for another machine's it only keeps)."""
     from autotune.runtime import signing as _signing
 
     secret = _signing.key()

@@ -15,6 +15,7 @@ _NAMES = {
     "ship_cache": "autotune.ship._cache",
     "merge_files": "autotune.ship._merge",
     "write_entry": "autotune.ship._entries",
+    "vouch": "autotune.ship._entries",
     "existing_file": "autotune.ship._entries",
     "artifact_name": "autotune.ship._entries",
     "delete_replaced": "autotune.ship._entries",

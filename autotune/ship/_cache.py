@@ -113,6 +113,7 @@ def ship_cache(
         else:
             best.aot = None
             on_note(f"cache: no AOTInductor package was written: {facts.get('aot_skipped')}")
+    file.produced.append(best)  # its cache and package are this process's: it signs the entry
     file.dump(path)  # after the artifacts are in place: the hashes it records are theirs
     for name in delete_replaced(path, file, old):
         on_note(f"cache: deleted {path.parent / name}, which the replaced entry named")

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from autotune.errors import UsageError
+from autotune.runtime import safety as _safety
 from autotune.runtime.config import (
     BestConfig,
     ConfigError,
@@ -32,12 +35,42 @@ def artifact_name(config_path: str | os.PathLike[str], best: BestConfig, suffix:
     return f"{Path(config_path).stem}.{slug}{suffix}"
 
 
+def vouch(best: BestConfig, allowed: Collection[str], where: str) -> None:
+    """Checks ``best`` as a file holding it is checked when read, before it is written, signed
+    or merged: the schema, the knobs refused from data (those ``allowed`` names by the
+    operator's say-so aside) and the backends data may name, whatever a database row or another
+    file says. ``where`` names the entry's source (``trial 12 of study 's'``).
+
+    Raises:
+        UsageError: The entry breaks a rule; nothing is written.
+    """
+    try:
+        BestConfig.from_dict(best.to_dict(), where)
+    except ConfigError as e:
+        raise UsageError(f"{e}\nIt is not written (nothing was written).") from e
+    config = best.config
+    if config is None:
+        return
+    options = config.options if config.backend == "inductor" else {}
+    lines = _safety.problems(options, config.dynamo, allowed, backend=config.backend)
+    if config.backend == "openvino":
+        from autotune.runtime import openvino_backend as _openvino
+
+        lines += [f"openvino {line}" for line in _openvino.option_problems(config.options)]
+    if lines:
+        raise UsageError(
+            _safety.explain(lines, f"The config of {where}", "pass --allow-unsafe-knob KNOB for "
+                            "each") + " It is not written (nothing was written)."
+        )  # fmt: skip
+
+
 def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
     """Writes ``best`` into the best-config file at ``path``: a new file, or the existing
     one with the entry for ``best``'s machine added or replaced (other machines' entries are
     kept). The cache and package files of a replaced entry are deleted when autotune wrote
-    them and nothing names them any more (:func:`delete_replaced`). Returns one line saying
-    what was done.
+    them and nothing names them any more (:func:`delete_replaced`). With a signing key set,
+    ``best`` is signed, the one entry this process produced; the others keep their signatures
+    (or none) as they were. Returns one line saying what was done.
 
     Raises:
         ConfigError: ``path`` exists but is not a valid best-config file (nothing is written).
@@ -45,9 +78,9 @@ def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
     target = Path(path)
     file = existing_file(target)
     if file is None:
-        ConfigFile([best]).dump(target)
+        ConfigFile([best], produced=[best]).dump(target)
         return f"wrote {target}"
-    replaced = file.put(best)
+    replaced = file.put(best)  # this process produced it: the one entry it signs
     file.dump(target)
     if replaced is None:
         return (

@@ -108,3 +108,18 @@ def test_a_merge_that_dies_mid_copy_leaves_the_deployed_files_as_they_were(tmp_p
         main(["merge", str(b), "-o", str(out)])
 
     assert {p.name: p.read_bytes() for p in out.parent.iterdir()} == deployed
+
+
+def test_merge_refuses_an_entry_a_reader_would_refuse_unless_vouched_for(tmp_path, capsys):
+    """Every writer checks an entry as a file holding it is checked when read (issue 41)."""
+    source = tmp_path / "a.json"
+    config = CompileConfig(options={"cpp.cxx": [None, "/opt/gcc/bin/g++"]})
+    environment = {"device_name": "CPU A", "torch": torch.__version__}
+    BestConfig(decision="compile", reason="r", config=config, environment=environment).dump(source)
+    out = tmp_path / "fleet.json"
+    assert main(["merge", str(source), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"The config of the entry of {source} for CPU A" in err
+    assert "options.cpp.cxx: names a program" in err and not out.exists()
+    opted = ["--allow-unsafe-knob", "inductor.cpp.cxx"]
+    assert main(["merge", str(source), "-o", str(out), *opted]) == 0 and out.exists()

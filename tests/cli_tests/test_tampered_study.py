@@ -103,3 +103,41 @@ def test_a_stored_space_that_names_a_compiler_is_refused(study, tmp_path, model_
     if opt_in:
         assert "a space read from a database cannot" in err
     assert runs == [] and "Traceback" not in err
+
+
+def test_finalize_never_writes_or_signs_a_row_edited_to_name_a_program(
+    tmp_path, model_file, space_file, monkeypatch, capsys
+):
+    """Issue 41, item 1: a trial row whose config was edited to name a compiler, its speedup
+    raised, became the file's config, signed with the operator's key; the knob registry ran
+    only in the trial child, not where the entry is built."""
+    storage = f"sqlite:///{tmp_path}/w.db"
+    scripted.use(monkeypatch, scripted.by_config())
+    argv = ["--storage", storage, "--study", "w", "--device", "cpu"]
+    assert main(["search", model_file("tiny"), *argv, "--space", space_file("aot_eager"),
+                 "--scope", "whole", "--trials", "2", "--finalists", "0",
+                 "--out", str(tmp_path / "first.json")]) == 0  # fmt: skip
+    evil = {"backend": "inductor", "mode": "default", "dynamic": None, "fullgraph": False,
+            "options": {"cpp.cxx": [None, str(_evil(tmp_path))]}, "dynamo": {},
+            "scope": {"compile": [""], "disable": []}}  # fmt: skip
+    engine = sa.create_engine(storage)
+    with engine.begin() as conn:
+        number = conn.execute(sa.text(
+            "SELECT trial_number FROM autotune_trials WHERE baseline IS NULL LIMIT 1"
+        )).scalar_one()  # fmt: skip
+        conn.execute(
+            sa.text("UPDATE autotune_trials SET config_json = :c, speedup_vs_eager = 9.0, "
+                    "speedup_vs_eager_q1 = 8.9, speedup_vs_eager_q3 = 9.1 "
+                    "WHERE trial_number = :n"),
+            {"c": json.dumps(evil), "n": number},
+        )  # fmt: skip
+    engine.dispose()
+    capsys.readouterr()
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", "0123456789abcdef-operator")
+    out = tmp_path / "best.json"
+    code = main(["finalize", *argv, "--model", model_file("tiny"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"The config of trial {number} of study 'w' sets knobs that autotune never takes" in err
+    assert "options.cpp.cxx: names a program or compiler" in err and "nothing was written" in err
+    assert not out.exists() and not (tmp_path / "imported").exists()

@@ -4,6 +4,7 @@ an entry changed after signing is refused, and ``require_signature`` refuses uns
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 import autotune
 from autotune.cli import main
 from autotune.runtime import BestConfig, CompileConfig, ConfigError, ConfigFile
-from autotune.ship import write_entry
+from autotune.ship import CACHE_SUFFIX, artifact_name, write_entry
 from autotune.ship._archive import pack
 
 KEY = "0123456789abcdef-test-key"
@@ -97,16 +98,59 @@ def test_require_signature_without_a_key_says_what_to_set(tmp_path, monkeypatch)
         autotune.apply(torch.nn.Linear(4, 4), path, require_signature=True)
 
 
-def test_merge_signs_the_file_it_writes_and_show_says_so(tmp_path, monkeypatch, capsys):
-    source = tmp_path / "a" / "best.json"
-    source.parent.mkdir()
-    _best(source.parent).dump(source)
+def test_merge_keeps_each_signature_as_it_was_and_resign_vouches_on_purpose(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 41, item 2: merging an unsigned entry, or one signed with another key, re-signed
+    it with this machine's key, silently, and show said "verified here"."""
+    unsigned, theirs = tmp_path / "a" / "best.json", tmp_path / "b" / "best.json"
+    unsigned.parent.mkdir()
+    _best(unsigned.parent, "CPU A").dump(unsigned)  # no key: unsigned
+    theirs.parent.mkdir()
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", "another-machines-key-0123")
+    _best(theirs.parent, "CPU B").dump(theirs)
     monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
     out = tmp_path / "fleet.json"
 
-    assert main(["merge", str(source), "-o", str(out)]) == 0
-    assert main(["show", str(out)]) == 0
+    assert main(["merge", str(unsigned), str(theirs), "-o", str(out)]) == 0
+    entries = json.loads(out.read_text())["entries"]
+    assert "signature" not in entries[0]  # an unsigned entry stays unsigned...
+    # ...and another machine's keeps its key, but its cache was renamed beside the output:
+    # what its signature covered changed, so it is written unsigned, saying so
+    assert "signature" not in entries[1]
+    assert "which its signature (key " in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="refused: it is not signed"):
+        autotune.apply(torch.nn.Linear(4, 4), out, require_signature=True)
 
+    # An entry merged under the artifact names it already has keeps its signature.
+    kept = tmp_path / "c" / "best.json"
+    kept.parent.mkdir()
+    entry = _best(kept.parent, "CPU B")
+    name = artifact_name(kept, entry, CACHE_SUFFIX)
+    shutil.move(kept.with_name("best.cache.tar.gz"), kept.with_name(name))
+    entry.cache = {**(entry.cache or {}), "path": name}
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", "another-machines-key-0123")
+    entry.dump(kept)
+    their_signature = json.loads(kept.read_text())["signature"]
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
+    assert main(["merge", str(kept), "-o", str(kept)]) == 0
+    assert json.loads(kept.read_text())["signature"] == their_signature
+    assert main(["show", str(kept)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"Signature: signed with key {their_signature['key_id']}; not checked here" in text
+
+    assert main(["merge", str(unsigned), str(theirs), "-o", str(out), "--resign"]) == 0
+    assert main(["show", str(out)]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Signature: signed with key" in text and "verified with $AUTOTUNE_SIGNING_KEY" in text
     autotune.apply(torch.nn.Linear(4, 4), out, require_signature=True, check_environment=False)
+
+
+def test_a_writer_signs_only_the_entry_it_produced(tmp_path, monkeypatch):
+    path = tmp_path / "best.json"
+    _best(tmp_path, "CPU A").dump(path)  # another machine's entry, unsigned
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
+    write_entry(path, BestConfig(decision="do_not_compile", reason="eager won",
+                                 environment={"device_name": "CPU B"}))  # fmt: skip
+    kept, mine = json.loads(path.read_text())["entries"]
+    assert "signature" not in kept and mine["signature"]["alg"] == "hmac-sha256"
