@@ -18,7 +18,7 @@ from typing import Any
 
 from autotune._printable import say
 from autotune._secrets import mask_text
-from autotune.cli import _study_file
+from autotune.cli import _faults, _study_file
 from autotune.cli import cache as cache
 from autotune.cli import export as export
 from autotune.cli import finalize as finalize
@@ -89,6 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         # stdout goes to /dev/null so that the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except Exception as exc:  # a fault the user can cause is one paragraph; a bug is raised
+        said = _faults.paragraph(exc)
+        if said is None:
+            raise
+        urls = _urls(args)
+        if args.debug:
+            say(mask_text(traceback.format_exc(), urls), end="", file=sys.stderr)
+        say(f"autotune: error: {mask_text(said, urls)}", file=sys.stderr)
+        return EXIT_USAGE
     finally:
         from autotune.trials import kill_all_trials
 

@@ -51,6 +51,8 @@ def transient(exc: BaseException) -> bool:
         seen.add(id(current))
         if isinstance(current, sa_exc.DBAPIError) and current.connection_invalidated:
             return True
+        if isinstance(current, sa_exc.OperationalError) and _lasting(current):
+            return False  # a full disk or a read-only file does not pass by waiting
         if isinstance(current, (sa_exc.OperationalError, sa_exc.InterfaceError)):
             return True
         wrapper = type(current).__name__ == "StorageInternalError"
@@ -58,6 +60,17 @@ def transient(exc: BaseException) -> bool:
             return False
         current = current.__cause__ or current.__context__
     return False
+
+
+# SQLite's operational errors that waiting does not cure: said at once, not retried for minutes
+# as an unreachable database.
+_LASTING = ("database or disk is full", "readonly database", "file is not a database",
+            "disk image is malformed")  # fmt: skip
+
+
+def _lasting(exc: BaseException) -> bool:
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    return any(words in text for words in _LASTING)
 
 
 def retrying(

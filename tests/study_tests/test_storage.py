@@ -62,6 +62,26 @@ def test_bad_data_is_not_transient():
     assert not transient(_raised(wrapped))
 
 
+@pytest.mark.parametrize(
+    "message", ["database or disk is full", "attempt to write a readonly database",
+                "file is not a database", "database disk image is malformed"],
+)  # fmt: skip
+def test_a_full_disk_or_a_damaged_file_is_said_at_once_not_waited_out(message):
+    """Issue 41, item 8: a SQLite disk that filled mid-study was retried as an unreachable
+    database for four minutes, then a traceback."""
+    full = sa_exc.OperationalError("INSERT", {}, Exception(message))
+    assert not transient(full)
+    calls = []
+
+    def fails():
+        calls.append(1)
+        raise full
+
+    with pytest.raises(sa_exc.OperationalError):
+        retrying(fails)
+    assert calls == [1]
+
+
 def test_retrying_calls_again_until_it_works_and_reports_each_failure(monkeypatch):
     monkeypatch.setattr("autotune.study._storage.time.sleep", lambda s: None)
     calls, heard = [], []
