@@ -1,12 +1,13 @@
 """One scratch folder per run in the system's temporary folder, and none left behind.
 
 A run (an ``autotune`` command, a script using the library) gets
-``<tmp>/autotune-run-<host>-<pid>-<start>/`` the first time it needs scratch space; its
+``<tmp>/autotune-run-<host>.pidns<N>-<pid>-<start>/`` the first time it needs scratch space; its
 trials, probes, verify runs and exports make their folders inside it (:func:`scratch_dir`), and
 the root goes when the run exits normally. A SIGKILLed run cannot remove it, so the first
-:func:`run_root` of each run sweeps the roots of this host whose run is gone: its pid is not
-alive, or is alive but started at another time (a reused pid). The start time is field 22 of
-``/proc/<pid>/stat``; where there is no ``/proc``, a live pid counts as the owner.
+:func:`run_root` of each run sweeps the roots of this host and PID namespace whose run is
+gone: its pid is not alive, or is alive but started at another time (a reused pid). The start
+time is field 22 of ``/proc/<pid>/stat``; where there is no ``/proc``, a live pid counts as
+the owner.
 
 A child process uses its parent's root, passed in :data:`RUN_ROOT_ENV` (see
 :func:`run_root_env`) and accepted only when it is named like a root and is a real directory
@@ -147,4 +148,11 @@ def _is_ours(path: Path) -> bool:
 
 
 def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
+    """This host as the roots name it: its name and, where there is one, its PID namespace.
+    Containers that share a host name and ``TMPDIR`` number their processes apart, so a root's
+    pid means something only in its own namespace: the sweep of one never judges another's."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
+    try:
+        return f"{name}.pidns{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return name

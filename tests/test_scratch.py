@@ -66,6 +66,17 @@ def test_a_live_process_root_is_kept_and_a_dead_or_reused_pid_root_is_swept(tmp_
     assert (mine / "kept.txt").exists() and not dead.exists() and not reused.exists()
 
 
+def test_a_root_of_another_pid_namespace_on_a_host_of_the_same_name_is_never_swept(tmp_path):
+    """Issue 41, item 9: a container sharing the host name and TMPDIR saw another container's
+    live run as a dead pid of its own, and deleted its scratch folder mid-run."""
+    assert ".pidns" in _host_prefix()
+    name = _host_prefix().removeprefix("autotune-run-").split(".pidns")[0]
+    elsewhere = _folder(tmp_path / f"autotune-run-{name}.pidns1-{NEVER_A_PID}-12345")
+    mine = _folder(tmp_path / f"{_host_prefix()}{NEVER_A_PID}-12345")
+    assert sweep(tmp_path) == [mine]
+    assert (elsewhere / "kept.txt").exists()
+
+
 def test_what_only_looks_like_a_root_is_never_deleted(tmp_path):
     dead = f"{NEVER_A_PID}-12345"
     elsewhere = _folder(tmp_path / "elsewhere")
