@@ -89,6 +89,24 @@ def sweep(tmp: Path) -> list[Path]:
     return swept
 
 
+def process_owner() -> str:
+    """This process as a claim's owner names it: ``HOST.pidnsN:PID:START``, so that another
+    process of the same host and PID namespace can tell when it is gone (:func:`owner_gone`)."""
+    pid = os.getpid()
+    return f"{_host()}:{pid}:{start_time(pid) or 0}"
+
+
+def owner_gone(owner: str) -> bool:
+    """Whether the process :func:`process_owner` named ``owner`` is known to be gone: it ran
+    on this host, in this PID namespace, and its pid is not alive or started at another time.
+    False for any other owner (another machine's, or one named otherwise): nobody knows."""
+    host, _, rest = owner.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != _host() or not pid.isdigit() or not start.isdigit():
+        return False
+    return start_time(int(pid)) != int(start)
+
+
 def start_time(pid: int) -> int | None:
     """When process ``pid`` started (clock ticks after boot); None if it does not run (a zombie
     does not); 0 for a live process where there is no ``/proc``."""

@@ -9,18 +9,19 @@ when asked to (``remeasure``) or when the study's finalists changed since.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-import socket
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from autotune._deadline import Deadline, DeadlineReached
+from autotune._scratch import owner_gone, process_owner
 from autotune.decide._best import best_config
 from autotune.decide._finalists import Finalist, imprecise_round, pick_finalists, remeasure
 from autotune.decide._pick import pareto_finalists, pick_from_front
 from autotune.decide._presets import measured_presets
 from autotune.errors import UsageError
-from autotune.records import FinalistRound, RecordStore, TrialRecord, redact_url
+from autotune.records import Claim, FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
 from autotune.ship import existing_file, vouch, write_entry
 from autotune.study import (
@@ -316,14 +317,16 @@ def _measure(
             "re-measure them)"
         )
         return None
-    owner = f"{socket.gethostname()}:{os.getpid()}"
+    owner = process_owner()
     if not store.claim(study, FINALISTS_CLAIM, owner, grace_s()):
         held = store.claim_of(study, FINALISTS_CLAIM)
-        raise UsageError(
-            f"Another process ({held.owner if held else 'unknown'}) is measuring the finalists "
-            f"of study {study!r}. Wait for it to write the file, or run `autotune finalize "
-            f"--study {study}` afterwards to write one from what it recorded."
-        )
+        if held is not None and owner_gone(held.owner):
+            # its process died on this host (SIGKILL): nobody waits out its grace period
+            if store.claim(study, FINALISTS_CLAIM, owner, 0.0):
+                on_note(f"finalists: took over the round of {held.owner}, which is gone")
+                held = None
+        if held is not None:
+            raise UsageError(_held_message(study, held))
     round_id = store.start_finalist_round(study, [r.trial_number for r in chosen], owner)
 
     def record(r: TrialRecord, run: str, result: TrialResult) -> None:
@@ -342,6 +345,19 @@ def _measure(
         store.release_claim(study, FINALISTS_CLAIM, owner)
     store.finish_finalist_round(round_id)
     return done
+
+
+def _held_message(study: str, held: Claim) -> str:
+    """Who holds the finalists' round, and when a dead holder's claim lapses."""
+    lapses = held.heartbeat_at + dt.timedelta(seconds=grace_s())
+    return (
+        f"Another process ({held.owner}) is measuring the finalists of study {study!r} (its "
+        f"last heartbeat {held.heartbeat_at:%H:%M:%S} UTC). Wait for it to write the file; if "
+        f"that process died on another machine, its claim lapses at {lapses:%H:%M:%S} UTC "
+        f"($AUTOTUNE_GRACE_S after its last heartbeat): run `autotune finalize --study {study}` "
+        "then"
+        " (one that died on this machine is taken over at once)."
+    )
 
 
 def _decide(
