@@ -143,11 +143,24 @@ _REFUSED = {
 }
 
 
-def option_problems(options: Any) -> list[str]:
+# Why a config (a file, a space, a row) may not turn model_caching on: it is what
+# compile_options takes from autotune itself, with a folder of autotune's choosing.
+_NOT_FROM_A_CONFIG = {
+    "model_caching": (
+        "autotune gives the backend no cache folder in a config's compile (apply, trials), "
+        "and with openvino 2026.4 and torch 2.13 a converted model read back from it runs "
+        "eager; leave it out"
+    ),
+}
+
+
+def option_problems(options: Any, *, from_config: bool = True) -> list[str]:
     """Every problem with a config's openvino options, one line each (empty when valid).
 
     Args:
         options: ``CompileConfig.options`` of a config whose backend is ``"openvino"``.
+        from_config: The options come from a config (a file, a space, a row); False for what
+            autotune itself hands :func:`compile_options` (``model_caching`` with its folder).
 
     Returns:
         Lines such as ``"openvino.NUM_STREAMS: expected one of 'AUTO' or a positive int,
@@ -160,7 +173,9 @@ def option_problems(options: Any) -> list[str]:
     for name in sorted(options, key=str):
         value = options[name]
         spec = OPTIONS.get(name) if isinstance(name, str) else None
-        if spec is not None:
+        if spec is not None and from_config and name in _NOT_FROM_A_CONFIG and value is True:
+            problems.append(f"openvino.{name}: not allowed: {_NOT_FROM_A_CONFIG[name]}")
+        elif spec is not None:
             if not spec.accepts(value):
                 problems.append(f"openvino.{name}: expected {spec.expected()}, got {value!r}")
         elif name in _REFUSED:
@@ -195,7 +210,7 @@ def compile_options(options: Mapping[str, Any], cache_dir: str | None) -> dict[s
         ValueError: When the options have problems (:func:`option_problems`), or
             ``model_caching`` is on and ``cache_dir`` is None.
     """
-    problems = option_problems(options)
+    problems = option_problems(options, from_config=False)
     if problems:
         raise ValueError("invalid openvino options:\n  " + "\n  ".join(problems))
     out: dict[str, Any] = {"device": options.get("device", "CPU")}

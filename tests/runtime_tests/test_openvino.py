@@ -122,6 +122,21 @@ def test_compile_options_refuses() -> None:
         ov.compile_options({"model_caching": True}, None)
 
 
+def test_a_config_turning_model_caching_on_is_refused_before_any_compile(tmp_path) -> None:
+    """Issue 41, item 9: such an entry validated, then apply raised a bare ValueError (apply
+    gives the backend no cache folder); now it is one refusal, with the reason."""
+    import autotune
+    from autotune.runtime import CompileConfig, ConfigError
+
+    config = CompileConfig(backend="openvino", options={"model_caching": True})
+    assert ov.option_problems(config.options) == [
+        f"openvino.model_caching: not allowed: {ov._NOT_FROM_A_CONFIG['model_caching']}"
+    ]
+    with pytest.raises(ConfigError, match="openvino.model_caching: not allowed: autotune gives"):
+        autotune.apply(MLP().eval(), config)
+    assert ov.option_problems({"model_caching": False}) == []
+
+
 def test_importing_registers_nothing() -> None:
     import importlib
     import sys
