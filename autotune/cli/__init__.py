@@ -16,9 +16,10 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from autotune import _faults
 from autotune._printable import say
 from autotune._secrets import mask_text
-from autotune.cli import _faults, _study_file
+from autotune.cli import _study_file
 from autotune.cli import cache as cache
 from autotune.cli import export as export
 from autotune.cli import finalize as finalize

@@ -10,8 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from autotune import _faults
 from autotune._printable import say
 from autotune._search_options import DEFAULT_STORAGE, SEARCH_OPTIONS, STORAGE_ENV, add
+from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.tuning._result import TuneResult
 
@@ -68,16 +70,24 @@ def tune(
 
     Raises:
         UsageError: An option is unknown or its value breaks its rule (all said in one
-            paragraph, with the option's Python name); the model or inputs cannot be saved.
+            paragraph, with the option's Python name); the model or inputs cannot be saved; an
+            output cannot be written or the storage cannot be used (a full disk, a damaged or
+            read-only database: said as ``autotune`` says it, the cause chained).
     """
     from autotune._bundle import write_bundle
 
     functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "accuracy": metric}
     args = parse_options(options)
     given = {name: fn for name, fn in functions.items() if fn is not None}
-    bundle = write_bundle(Path(models_dir), model, inputs, **given)
-    args.model = str(bundle)
-    return _run(args)
+    try:
+        bundle = write_bundle(Path(models_dir), model, inputs, **given)
+        args.model = str(bundle)
+        return _run(args)
+    except Exception as exc:  # a fault the caller can cause: one exception, one paragraph
+        said = _faults.paragraph(exc)
+        if said is None:
+            raise
+        raise UsageError(mask_text(said)) from exc
 
 
 def parse_options(options: dict[str, Any]) -> argparse.Namespace:

@@ -1,7 +1,8 @@
-"""Faults a user can cause, said in one paragraph (exit 2) instead of a traceback: an output that
-cannot be written (a full disk, a read-only folder, a directory where a file goes) and a storage
-that cannot be used (a damaged or foreign SQLite file, a read-only database, a role that may
-only read). Anything else is a bug, and keeps its traceback."""
+"""Faults a user can cause, said in one paragraph instead of a traceback (the command line
+exits 2; autotune.tune raises one UsageError): an output that cannot be written (a full disk, a
+read-only folder, a directory where a file goes) and a storage that cannot be used (a damaged or
+foreign SQLite file, a read-only database, a role that may only read). Anything else is a bug,
+and keeps its traceback."""
 
 from __future__ import annotations
 

@@ -170,3 +170,18 @@ def test_a_postgres_role_that_may_only_read_is_one_paragraph(
                 conn.execute(sa.text(f'REVOKE ALL ON SCHEMA "{schema}" FROM {role}'))
                 conn.execute(sa.text(f"DROP ROLE {role}"))
             admin.dispose()
+
+
+def test_tune_raises_one_usage_error_with_the_same_paragraph(tmp_path, monkeypatch):
+    import torch
+
+    import autotune
+    from autotune.errors import UsageError
+
+    damaged = tmp_path / "autotune.db"
+    damaged.write_bytes(os.urandom(4096))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with pytest.raises(UsageError, match="the storage failed: file is not a database") as info:
+        autotune.tune(torch.nn.Linear(4, 4), (torch.randn(2, 4),), storage=f"sqlite:///{damaged}",
+                      models_dir=str(tmp_path / "models"), device="cpu", quiet=True)  # fmt: skip
+    assert info.value.__cause__ is not None  # the cause is chained, for --debug and for callers
