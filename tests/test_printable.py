@@ -81,3 +81,19 @@ def test_show_prints_a_files_hostile_reason_escaped(tmp_path, capsys):
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "boom\\x1b]0;owned\\x07\\x1b[2J" in out and "\x1b" not in out and "\x07" not in out
+
+
+def test_the_progress_panel_and_its_lines_show_hostile_text_escaped():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from autotune.reports.progress import Progress
+
+    screen = Console(file=StringIO(), width=200, force_terminal=True, color_system=None)
+    progress = Progress(console=screen, live=True)
+    progress.phase("probing", HOSTILE)  # a part's name, as the model file spells it
+    progress.say(f"  probe unit {HOSTILE}: crash")
+    screen.print(progress.render())
+    out = screen.file.getvalue()
+    assert "boom\\x1b]0;owned\\x07" in out and "\x07" not in out and "]0;owned\x07" not in out
