@@ -71,14 +71,8 @@ def same_code_whatever_the_fusion(spec: TrialSpec) -> TrialResult:
 
 def test_the_search_stops_drawing_an_inert_knob_and_the_report_says_so(tmp_path, monkeypatch):
     runs = scripted.use(monkeypatch, same_code_whatever_the_fusion)
-    (tmp_path / "inert.toml").write_text(SPACE)
-    storage = f"sqlite:///{tmp_path}/s.db"
-    model = Path(__file__).parents[1] / "fixtures" / "models" / "tiny.py"
-    code = main([
-        "search", str(model), "--space", str(tmp_path / "inert.toml"), "--trials", "8",
-        "--storage", storage, "--study", "s", "--out", str(tmp_path / "best.json"),
-        "--device", "cpu", "--finalists", "0", "--scope", "whole", "--seed", "3",
-    ])  # fmt: skip
+    code, storage = _search(tmp_path, SPACE, "tiny", "--trials", "8", "--scope", "whole",
+                            "--seed", "3")  # fmt: skip
     assert code == 0 and runs
     study = optuna.load_study(study_name="s", storage=storage)
     left = [t for t in study.trials if t.user_attrs.get("autotune.left_to_torch")]
@@ -121,14 +115,8 @@ def test_a_space_that_collapses_below_the_trials_asked_ends_and_says_why(
     then repeats a measured configuration (reused, not counted against --trials), and the
     loop used to run for ever. It stops once the space left is measured whole."""
     runs = scripted.use(monkeypatch, one_code_per_scope)
-    (tmp_path / "two.toml").write_text(TWO_KNOBS)
-    storage = f"sqlite:///{tmp_path}/s.db"
-    model = Path(__file__).parents[1] / "fixtures" / "models" / "scope_mixed.py"
-    code = main([
-        "search", str(model), "--space", str(tmp_path / "two.toml"), "--trials", "12",
-        "--storage", storage, "--study", "s", "--out", str(tmp_path / "best.json"),
-        "--device", "cpu", "--finalists", "0", "--seed", "1", "--compile-budget", "20",
-    ])  # fmt: skip
+    code, storage = _search(tmp_path, TWO_KNOBS, "scope_mixed", "--trials", "12", "--seed", "1",
+                            "--compile-budget", "20")  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
     stop = [line for line in printed.splitlines() if line.startswith("stopping: ")]
@@ -147,6 +135,19 @@ def test_a_space_that_collapses_below_the_trials_asked_ends_and_says_why(
     # Far fewer records than the 2,756 of the report; fewer trials measured than asked.
     assert len(records) < 100 and store_searched(records) < 12, len(records)
     assert len(runs) < 40
+
+
+def _search(tmp_path: Path, space: str, model: str, *extra: str) -> tuple[int, str]:
+    """``autotune search`` of a fixture model over ``space`` (scripted trials), and its storage."""
+    (tmp_path / "space.toml").write_text(space)
+    storage = f"sqlite:///{tmp_path}/s.db"
+    path = Path(__file__).parents[1] / "fixtures" / "models" / f"{model}.py"
+    code = main([
+        "search", str(path), "--space", str(tmp_path / "space.toml"), "--storage", storage,
+        "--study", "s", "--out", str(tmp_path / "best.json"), "--device", "cpu",
+        "--finalists", "0", *extra,
+    ])  # fmt: skip
+    return code, storage
 
 
 def store_searched(records: list[TrialRecord]) -> int:
