@@ -91,7 +91,7 @@ def test_search_and_two_workers_finish_the_budget_while_one_is_killed_mid_trial(
     a budget of 8, one worker SIGKILLed while it runs a trial."""
     environ = env()
     out = tmp_path / "best_config.json"
-    search = create(postgres_url, model_file("slow"), space_file("aot_eager_16"), 8, out,
+    search = create(postgres_url, model_file("slow"), space_file("workers"), 8, out,
                     "--measure-seconds", "3", "--finalists", "1", environ=environ)  # fmt: skip
     workers = [worker(postgres_url, environ, "--model", model_file("slow")) for _ in range(2)]
     try:
@@ -151,7 +151,7 @@ def _kill_mid_trial(storage: str, proc: subprocess.Popen[str]) -> tuple[int, set
 def test_workers_ride_out_a_database_restart(tmp_path, model_file, space_file):
     environ = scripted_env(pause_s=1.0)
     with postgres.throwaway_cluster() as cluster:
-        made = create(cluster.url, model_file("tiny"), space_file("aot_eager_16"), 10,
+        made = create(cluster.url, model_file("tiny"), space_file("workers"), 10,
                       tmp_path / "b.json", "--no-worker", environ=environ)  # fmt: skip
         code, out = finish(made)
         assert code == 0 and "no trial ran (--no-worker)" in out, out

@@ -377,6 +377,7 @@ def test_two_tuned_models_in_two_threads_compile_with_their_own_settings(
             Gate(meet.wait),
             # dynamic=None: dynamic=False would patch automatic_dynamic_shapes itself.
             CompileConfig(backend="autotune_test_recorder", dynamic=None, dynamo=settings),
+            allow_unsafe_knobs=["backend.autotune_test_recorder"],  # a backend of this test's
         )
         for name, settings in dynamo.items()
     }
