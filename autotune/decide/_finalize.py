@@ -355,8 +355,7 @@ def _held_message(study: str, held: Claim) -> str:
         f"last heartbeat {held.heartbeat_at:%H:%M:%S} UTC). Wait for it to write the file; if "
         f"that process died on another machine, its claim lapses at {lapses:%H:%M:%S} UTC "
         f"($AUTOTUNE_GRACE_S after its last heartbeat): run `autotune finalize --study {study}` "
-        "then"
-        " (one that died on this machine is taken over at once)."
+        "then (one that died on this machine is taken over at once)."
     )
 
 

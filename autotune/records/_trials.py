@@ -94,14 +94,6 @@ class TrialRows(HasEngine):
         with self._engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
-    def count_distinct_keys(self, study_name: str) -> int:
-        """How many different configurations (keys) the study's search trials measured."""
-        query = sa.select(sa.func.count(sa.distinct(trials_table.c.config_hash))).where(
-            trials_table.c.study_name == study_name, trials_table.c.baseline.is_(None)
-        )
-        with self._engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
-
     def baselines(self, study_name: str) -> list[TrialRecord]:
         """The study's baseline trials (eager and default compile), in trial order."""
         query = (

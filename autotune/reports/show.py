@@ -56,8 +56,7 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
             {"knob": knob, "value": value, "meaning": meanings.get(knob)}
             for knob, value in set_knobs(config)
         ]
-        options = config.options if config.backend == "inductor" else {}
-        facts["unsafe_knobs"] = _safety.problems(options, config.dynamo, backend=config.backend)
+        facts["unsafe_knobs"] = _safety.config_problems(config)
     facts["signature"] = _signature(best)
     facts["cache"] = _artifact(best, best.cache, path, here is not None)
     facts["aot"] = _artifact(best, best.aot, path, here is not None)

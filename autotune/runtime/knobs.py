@@ -92,9 +92,7 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
             f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
             "these keys from the config."
         )
-    unsafe = _safety.problems(
-        options, config.dynamo, allow_unsafe_knobs, declared_type, config.backend
-    )
+    unsafe = _safety.config_problems(config, allow_unsafe_knobs, declared_type)
     if unsafe:
         raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))
 

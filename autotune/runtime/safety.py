@@ -184,11 +184,16 @@ def backend_refusal(backend: str) -> str | None:
     """Why data may not name ``backend``, or None."""
     if backend in BACKENDS:
         return None
-    why = TESTING if "TESTING_ONLY" in backend else "is a backend nobody reviewed for autotune"
-    return (
-        f"{why}; autotune takes only {', '.join(BACKENDS)} from data (opt in by name: "
-        f"{BACKEND_OPT_IN}{backend})"
-    )
+    return TESTING if "TESTING_ONLY" in backend else "is a backend nobody reviewed for autotune"
+
+
+def config_problems(
+    config: Any, allowed: bool | Collection[str] = False, types_of: Any = None
+) -> list[str]:
+    """:func:`problems` of a ``CompileConfig``: its backend, its Dynamo knobs and, for Inductor
+    only, its options (another backend's options are checked against its own closed list)."""
+    options = config.options if config.backend == "inductor" else {}
+    return problems(options, config.dynamo, allowed, types_of, config.backend)
 
 
 def problems(
@@ -208,7 +213,10 @@ def problems(
     lines = []
     why_backend = backend_refusal(backend)
     if why_backend is not None and f"{BACKEND_OPT_IN}{backend}" not in opted:
-        lines.append(f"backend {backend!r}: {why_backend}")
+        lines.append(
+            f"backend {backend!r}: {why_backend}; autotune takes only {', '.join(BACKENDS)} "
+            f"from data (opt in by name: {BACKEND_OPT_IN}{backend})"
+        )
     for layer, where, knobs in (("inductor", "options", options), ("dynamo", "dynamo", dynamo)):
         for name, value in sorted(knobs.items()):
             param = f"{layer}.{name}"

@@ -51,8 +51,7 @@ def vouch(best: BestConfig, allowed: Collection[str], where: str) -> None:
     config = best.config
     if config is None:
         return
-    options = config.options if config.backend == "inductor" else {}
-    lines = _safety.problems(options, config.dynamo, allowed, backend=config.backend)
+    lines = _safety.config_problems(config, allowed)
     if config.backend == "openvino":
         from autotune.runtime import openvino_backend as _openvino
 

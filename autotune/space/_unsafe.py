@@ -89,17 +89,22 @@ def problems(
         )
         if why is None:
             continue
-        if vouched is None:
-            remedy = _REMEDY_FILE
-        elif knob.param in opted:
-            remedy = (
-                "the stored space opts into it, but a space read from a database cannot: pass "
-                f"--allow-unsafe-knob {knob.param} if you trust this study"
-            )
-        else:
-            remedy = "remove it from the space"
+        remedy = _remedy(knob.param, opted, vouched, _REMEDY_FILE)
         found.append(f"{knob.param} {why}; autotune never takes it from data ({remedy})")
     return found, tuple(honoured)
+
+
+def _remedy(param: str, opted: list[str], vouched: Collection[str] | None, in_file: str) -> str:
+    """How to use ``param`` all the same: ``in_file`` for the user's own file; for a space read
+    from a database, the command line's say-so, or nothing."""
+    if vouched is None:
+        return in_file
+    if param in opted:
+        return (
+            "the stored space opts into it, but a space read from a database cannot: pass "
+            f"--allow-unsafe-knob {param} if you trust this study"
+        )
+    return "remove it from the space"
 
 
 def _backend_problems(
@@ -112,15 +117,7 @@ def _backend_problems(
         why = _safety.backend_refusal(str(value))
         if why is None or param in honoured:
             continue
-        if vouched is None:
-            remedy = f"name {param} in this space file's [unsafe] knobs = [...] if you mean it"
-        elif param in opted:
-            remedy = (
-                "the stored space opts into it, but a space read from a database cannot: pass "
-                f"--allow-unsafe-knob {param} if you trust this study"
-            )
-        else:
-            remedy = "remove it from the space"
-        found.append(f"{BACKEND} {value!r} {why.split(';')[0]}; autotune never takes it from "
-                     f"data ({remedy})")  # fmt: skip
+        in_file = f"name {param} in this space file's [unsafe] knobs = [...] if you mean it"
+        remedy = _remedy(param, opted, vouched, in_file)
+        found.append(f"{BACKEND} {value!r} {why}; autotune never takes it from data ({remedy})")
     return found

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from autotune._atomic import write_text
 from autotune.errors import UsageError
 from autotune.trials import CACHE_PARTS, HOST_LOG_PREFIX
 
@@ -63,8 +64,6 @@ def own(folder: str, option: str = "--cache-dir") -> None:
             "its own. Name a new or empty folder (autotune creates and marks it), or leave the "
             "option out (default ~/.cache/autotune/STUDY-ID)."
         )
-    from autotune._atomic import write_text
-
     write_text(path / MARKER, _MARK)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from autotune.records import TrialRecord
 from autotune.study._attrs import BASELINE_ATTR, BATCH_ATTR, PRESET_ATTR
@@ -120,11 +120,15 @@ def _timed(r: TrialRecord) -> bool:
     return r.status == "ok" and r.speedup_vs_eager_q3 is not None
 
 
-def whole_model_trials(session: Session) -> tuple[list[TrialRecord], int] | None:
+def whole_model_trials(
+    session: Session, trials: list[FrozenTrial] | None = None
+) -> tuple[list[TrialRecord], int] | None:
     """The records of default torch.compile (at every batch size) and of every preset, each of
     which compiles the whole model, with how many presets there are, once all of them have
-    run and been recorded; None before (another process may still run one)."""
-    trials = session.db(lambda: session.study.get_trials(deepcopy=False))
+    run and been recorded; None before (another process may still run one). ``trials``: the
+    study's, when the caller has read them already."""
+    if trials is None:
+        trials = session.db(lambda: session.study.get_trials(deepcopy=False))
     default = [t for t in trials if t.user_attrs.get(BASELINE_ATTR) == "default"]
     presets = [t for t in trials if PRESET_ATTR in t.user_attrs]
     if not default or any(not t.state.is_finished() for t in default + presets):
@@ -196,7 +200,7 @@ def compile_does_not_pay(session: Session) -> str | None:
     trials = session.db(lambda: session.study.get_trials(deepcopy=False))
     if any(not ({PRESET_ATTR, BASELINE_ATTR} & set(t.user_attrs)) for t in trials):
         return None  # a sampled config ran: too late to stop before sampling
-    found = whole_model_trials(session)
+    found = whole_model_trials(session, trials)
     if found is None or not found[1]:
         return None
     measured, presets = found

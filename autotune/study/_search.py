@@ -126,10 +126,10 @@ class Search:
             early = run_queued(
                 self.session, lambda t: self.trials.run(self.runners[0], t), self._must_stop
             )
-            failed = whole_model_failed(self.session)
-            if failed and not self._must_stop():
-                self.events.note_once(failed)
             if not self._must_stop():
+                failed = whole_model_failed(self.session)
+                if failed:
+                    self.events.note_once(failed)  # said before the probes it announces
                 self.trials.plan = settle_scope_plan(self.session, self.runners[0], self.deadline)
         except BaseException as exc:
             if early is not None:

@@ -156,8 +156,7 @@ def _refuse_unsafe(best: BestConfig, allowed: Collection[str]) -> None:
     if best.config is None:
         return
     # Another backend's options are checked against its own closed list (check_config).
-    options = best.config.options if best.config.backend == "inductor" else {}
-    lines = _safety.problems(options, best.config.dynamo, allowed, backend=best.config.backend)
+    lines = _safety.config_problems(best.config, allowed)
     if lines:
         what = f"The file's config {best.config_hash}"
         raise UsageError(_safety.explain(lines, what, "pass --allow-unsafe-knob KNOB for each"))
