@@ -165,11 +165,10 @@ def build_candidates(tree: ModelTree, probes: list[ProbeResult]) -> list[NamedSc
     candidates += _whole_disable(probes, verdicts)
     unique: dict[Scope, NamedScope] = {}
     for candidate in candidates:
-        if candidate.scope.compile:  # one that compiles nothing would measure eager
+        if candidate is not None:  # None: it would compile nothing, so measure eager
             unique.setdefault(candidate.scope, candidate)
     if not unique:  # nothing compiles around what stays eager: keep the whole-model region
-        whole = verdicts.named("whole", [""], "the whole model as one region", split=False)
-        return [whole]
+        return [verdicts.whole_unsplit()]
     return list(unique.values())
 
 
@@ -199,19 +198,29 @@ class _Verdicts:
         note: str,
         eager: Iterable[str] = (),
         split: bool = True,
-    ) -> NamedScope:
+    ) -> NamedScope | None:
+        """The candidate, or ``None`` when splitting around a looped part leaves nothing to
+        compile (every other part of the region is kept eager too)."""
         assert not set(compile_paths) & set(self.bad), (name, compile_paths)
         kept = _outermost([*self.bad, *eager])
         looped = [b for b in kept if _looped(b) and _inside(b, compile_paths)]
         if split and looped:
             compile_paths = self.around(compile_paths, looped)
             note += "; compiled part by part around " + _brief(looped) + " (called in a loop)"
+        if not compile_paths:
+            return None
         disable = [b for b in kept if _inside(b, compile_paths)]
         breaks = any(_inside(b, compile_paths, itself=True) for b in self.breaking)
         if disable:
             note += "; kept eager: " + _brief(disable)
         scope = Scope(tuple(compile_paths), tuple(disable))
         return NamedScope(name, scope, fullgraph=not disable and not breaks, note=note)
+
+    def whole_unsplit(self) -> NamedScope:
+        """The whole model as one region, whatever it holds that stays eager."""
+        whole = self.named("whole", [""], "the whole model as one region", split=False)
+        assert whole is not None  # unsplit, its one path stays
+        return whole
 
     def around(self, regions: list[str], looped: list[str]) -> list[str]:
         """``regions``, each that holds a part of ``looped`` replaced by the known parts inside
@@ -237,7 +246,7 @@ def _looped(path: str) -> bool:
     return path.rsplit(".", 1)[-1].isdigit()
 
 
-def _regional(tree: ModelTree, verdicts: _Verdicts) -> list[NamedScope]:
+def _regional(tree: ModelTree, verdicts: _Verdicts) -> list[NamedScope | None]:
     healthy = [block for block in tree.blocks if verdicts.healthy(block.paths[0])]
     candidates = [
         verdicts.named(
@@ -255,7 +264,7 @@ def _regional(tree: ModelTree, verdicts: _Verdicts) -> list[NamedScope]:
     return candidates
 
 
-def _children(tree: ModelTree, verdicts: _Verdicts) -> list[NamedScope]:
+def _children(tree: ModelTree, verdicts: _Verdicts) -> list[NamedScope | None]:
     """Each healthy unit; for a unit the probe excluded, the healthy blocks inside it."""
     paths: list[str] = []
     for unit in tree.units:
@@ -285,9 +294,9 @@ def _whole_disable(probes: list[ProbeResult], verdicts: _Verdicts) -> list[Named
         else:
             continue
         note = f"the whole model with {probe.target} kept eager ({why})"
-        candidates.append(
-            verdicts.named(f"whole-disable:{probe.target}", [""], note, eager=probe.paths)
-        )
+        candidate = verdicts.named(f"whole-disable:{probe.target}", [""], note, eager=probe.paths)
+        if candidate is not None:
+            candidates.append(candidate)
     return candidates[:_MAX_DISABLE_CANDIDATES]
 
 

@@ -192,3 +192,25 @@ def test_a_region_split_around_a_looped_part_never_compiles_a_broken_one():
         assert "bad" not in candidate.scope.compile, candidate
     split = plan.candidate("whole-disable:Layer").scope
     assert split == Scope(("embed", "chatty", "head"))
+
+
+def test_a_slower_looped_block_beside_only_broken_parts_adds_no_candidate_that_compiles_nothing():
+    """Found by CI on a loaded machine (issue 39's aborting-part model): when the repeated
+    blocks, run in a loop, compiled alone slower and every other part is broken, keeping them
+    eager leaves the whole model nothing to compile; that candidate is dropped, not an
+    invalid scope that ends the search."""
+    chains = tuple(ModulePart(f"blocks.{i}", "Chain", 0, 1, 0.3) for i in range(3))
+    units = tuple(ModulePart(p, "Part", 0, 1, 0.05) for p in ("crashy", "hangs"))
+    model = ModelTree("Model", 0, units, units, (BlockClass("Chain", chains),), 1e-3)
+    probes = [
+        ProbeResult(
+            "Chain", "block", tuple(c.path for c in chains), "ok", True, speedup_vs_eager_q3=0.6
+        ),  # fmt: skip
+        probe("crashy", "crash", reason="the trial process died of SIGABRT"),
+        probe("hangs", "timeout", reason="killed after its compile budget"),
+    ]
+    plan = build_plan(model, probes, "inductor")
+    assert not any(name.startswith("whole-disable") for name in plan.names)
+    assert by_name(plan)["whole"] == Scope(("",), ("crashy", "hangs"))
+    for candidate in plan.candidates:
+        assert candidate.scope.compile and not {"crashy", "hangs"} & set(candidate.scope.compile)
