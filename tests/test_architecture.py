@@ -19,15 +19,14 @@ def _architecture_module():
 
 def _packages() -> set[str]:
     root = ROOT / "autotune"
-    found = {p.name for p in root.iterdir() if (p / "__init__.py").exists()}
-    return found | {"workload"}
+    return {p.name for p in root.iterdir() if (p / "__init__.py").exists()}
 
 
 def test_the_page_describes_every_package_and_its_layout_lists_it():
     page = (ROOT / "docs" / "architecture.md").read_text()
     layout = page.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     for name in _packages():
-        shown = f"{name}.py" if name == "workload" else f"{name}/"
+        shown = f"{name}/"
         assert f"**`{shown}`**" in page, f"docs/architecture.md does not describe {shown}"
         assert re.search(rf"^  {re.escape(shown)}\s", layout, re.M), f"the layout lacks {shown}"
     assert "](docs/architecture.md#layout)" in (ROOT / "README.md").read_text()

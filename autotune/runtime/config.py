@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from autotune.runtime import signing as _signing
 from autotune.runtime._compile_config import (
     CompileConfig,
     ConfigError,
@@ -393,8 +394,6 @@ def _write_atomically(target: Path, text: str) -> None:
 def _signed(entry: dict[str, Any]) -> dict[str, Any]:
     """``entry`` (a JSON form) with a fresh signature when a signing key is set: the process
     that produced the entry vouches for it (never for another machine's it only keeps)."""
-    from autotune.runtime import signing as _signing
-
     secret = _signing.key()
     if secret is None:
         return entry
@@ -403,8 +402,6 @@ def _signed(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _check_signature(best: BestConfig, source: str) -> None:
     """An entry signed with this process's key must still match its signature."""
-    from autotune.runtime import signing as _signing
-
     secret = _signing.key() if best.signature else None
     if secret is None:
         return

@@ -19,6 +19,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from autotune.runtime._compile_config import ConfigError
+
 KEY_ENV = "AUTOTUNE_SIGNING_KEY"
 REQUIRE_ENV = "AUTOTUNE_REQUIRE_SIGNATURE"
 ALG = "hmac-sha256"
@@ -32,8 +34,6 @@ def key() -> bytes | None:
     Raises:
         ConfigError: It is set but shorter than :data:`MIN_KEY_CHARS` characters.
     """
-    from autotune.runtime.config import ConfigError
-
     text = os.environ.get(KEY_ENV)
     if not text:
         return None

@@ -1,4 +1,5 @@
-"""Model bundles (autotune._bundle): a model object and its inputs as the model-file contract."""
+"""Model bundles (autotune.workload._bundle): a model object and its inputs as the model-file
+contract."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import pytest
 import torch
 from torch import nn
 
-from autotune._bundle import write_bundle
 from autotune.workload import (
     WorkloadError,
     build_calls,
@@ -14,6 +14,7 @@ from autotune.workload import (
     build_optimizer,
     load_model_file,
     loss_function,
+    write_bundle,
 )
 
 

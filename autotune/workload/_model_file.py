@@ -1,61 +1,31 @@
-"""The model-file contract: ``get_model(device)``, ``get_inputs(device)``, and for training
-``loss_fn(output, inputs)`` and ``get_optimizer(model)``.
-
-A model file is a Python file that defines:
-
-- ``get_model(device: str) -> torch.nn.Module`` (required);
-- ``get_inputs(device: str)`` (required): a tuple of positional arguments for one call, or a dict
-  of keyword arguments; a list of such tuples/dicts is a *shape distribution* and every trial
-  runs all of them. ``get_inputs(device, batch_size=N)`` may take the batch size as a second
-  argument: ``--objective throughput --batch-sizes 1,8,32`` then searches it;
-- ``loss_fn(output, inputs) -> Tensor`` (optional, training only): the loss of one step;
-  default :func:`default_loss`;
-- ``get_optimizer(model) -> torch.optim.Optimizer`` (optional, training only): default
-  ``torch.optim.AdamW(model.parameters(), lr=1e-3)``;
-- ``accuracy(output, reference) -> float`` (optional): a task metric an accuracy contract may
-  name (``--accuracy 'accuracy>=0.99'``): top-1 agreement, a perplexity delta.
-
-The parent of trials only imports the file and checks that both functions exist (it must not
-touch CUDA); building the model and its inputs happens in the trial child, which reports a
-broken contract as the failure kind ``model_error``.
-
-``autotune.tune(model, inputs)`` hands trials a *model bundle* instead
-(:func:`autotune._bundle.write_bundle`):
-one ``.pt`` file the study owns, holding the model (or a factory), its example inputs and the
-optional functions above, pickled with cloudpickle (a class defined in a notebook cell or in
-``__main__`` travels by value) and saved with ``torch.save`` (the weights as tensors, once).
-A bundle is code like a model file: hashed like one, and run only where a model file would be.
-"""
+"""Loading a model file (or a model bundle, :mod:`autotune.workload._bundle`) and calling its
+functions as the contract of :mod:`autotune.workload` says, checking what each returns."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import sys
-import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from autotune.errors import UsageError
+from autotune.workload._bundle import bundle_module
+from autotune.workload._common import (
+    BUNDLE_SUFFIX,
+    DEFAULT_LEARNING_RATE,
+    METRIC,
+    REQUIRED,
+    LossFn,
+    WorkloadError,
+    default_loss,
+    one_line,
+)
 
 if TYPE_CHECKING:
     import torch
-
-REQUIRED = ("get_model", "get_inputs")
-OPTIONAL = ("loss_fn", "get_optimizer")  # the train workload's; defaults otherwise
-METRIC = "accuracy"  # the task metric an accuracy contract may name
-DEFAULT_LEARNING_RATE = 1e-3
-
-LossFn = Callable[[Any, Any], "torch.Tensor"]
-BUNDLE_SUFFIX = ".pt"
-BUNDLE_FORMAT = "autotune.model-bundle/1"
-
-
-class WorkloadError(UsageError):
-    """The model file breaks the contract."""
 
 
 @dataclass(frozen=True)
@@ -74,11 +44,10 @@ class Call:
 
 def load_model_file(path: str | Path) -> ModuleType:
     """Imports a model file and checks that it defines the required functions; a model bundle
-    (``*.pt``, :func:`write_bundle`) is read on the first call of one of them."""
+    (``*.pt``, :func:`~autotune.workload.write_bundle`) is read on the first call of one of
+    them."""
     file = Path(path).resolve()
     if file.suffix == BUNDLE_SUFFIX and file.is_file():
-        from autotune._bundle import bundle_module
-
         return bundle_module(file)
     if file.is_dir():
         examples = sorted(p.name for p in file.glob("*.py"))[:4]
@@ -206,35 +175,6 @@ def loss_function(module: ModuleType) -> LossFn:
     return loss
 
 
-def default_loss(output: Any, inputs: Any) -> torch.Tensor:
-    """The loss of a step when the model file defines no ``loss_fn``.
-
-    It is the sum, over every floating-point tensor leaf of ``output`` (found in nested tuples,
-    lists, dicts, Hugging Face ``ModelOutput``s and dataclasses, in order), of that tensor's
-    mean. ``inputs`` is not read.
-
-    Raises:
-        WorkloadError: ``output`` holds no floating-point tensor.
-
-    Example:
-        >>> import torch
-        >>> default_loss((torch.ones(2, 2), {"aux": torch.zeros(3)}), ()).item()
-        1.0
-    """
-
-    leaves = [t for t in _tensor_leaves(output) if t.is_floating_point()]
-    if not leaves:
-        raise WorkloadError(
-            f"the default loss is the mean of each floating-point tensor of the model's output, "
-            f"but the output ({type(output).__name__}) holds none; define "
-            "loss_fn(output, inputs) -> Tensor in the model file."
-        )
-    total: torch.Tensor = leaves[0].mean()
-    for leaf in leaves[1:]:
-        total = total + leaf.mean()
-    return total
-
-
 def build_optimizer(module: ModuleType, model: torch.nn.Module) -> torch.optim.Optimizer:
     """Calls the file's ``get_optimizer(model)``, or returns ``AdamW(lr=1e-3)`` over the model's
     parameters if it defines none."""
@@ -347,27 +287,3 @@ def _check_loss(module: ModuleType, what: str, value: Any) -> None:
             f"{what} in {module.__file__} {problem}, but a training step needs a one-element "
             "floating-point tensor that requires grad to call backward() on."
         )
-
-
-def _tensor_leaves(value: Any) -> Iterator[torch.Tensor]:
-    import dataclasses
-
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _tensor_leaves(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensor_leaves(item)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            yield from _tensor_leaves(getattr(value, field.name))
-
-
-def one_line(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    first = text.splitlines()[-1] if text else type(exc).__name__
-    return first if len(first) <= 300 else first[:297] + "..."

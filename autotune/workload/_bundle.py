@@ -1,5 +1,7 @@
 """Model bundles: what ``autotune.tune`` hands the trial processes in place of a model file (see
-:mod:`autotune.workload`, whose contract a bundle's module keeps)."""
+:mod:`autotune.workload`, whose contract a bundle's module keeps). The model file's loader reads
+them (:func:`bundle_module`); this module takes what it shares with the loader from
+:mod:`autotune.workload._common`, below both."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from autotune.workload import (
+from autotune.workload._common import (
     BUNDLE_FORMAT,
     BUNDLE_SUFFIX,
     DEFAULT_LEARNING_RATE,
