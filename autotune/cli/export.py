@@ -22,9 +22,9 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         description="Write one row per trial with flat typed columns that pandas, DuckDB and "
         "Polars read without parsing JSON: status and failure kind, compile and timing "
         "phases, latency and speedups with their spread, memory, graphs, graph breaks, "
-        "recompiles, cache hits, one column per knob (knob.LAYER.NAME, null where the trial "
-        "did not draw it), per-shape latency (shapeI.latency_median_s), the environment, the "
-        "worker and timestamps.",
+        "recompiles, cache hits, one column per knob of the trial's config, whoever chose it "
+        "(knob.LAYER.NAME; null for eager and for a knob left at torch's default), per-shape "
+        "latency (shapeI.latency_median_s), the environment, the worker and timestamps.",
     )
     options.add_study(p, "the study to export", only=True)
     options.add_storage(p)

@@ -74,11 +74,13 @@ def export_study(data: StudyData, path: str | os.PathLike[str], fmt: str = "parq
     """Writes every trial of ``data`` to ``path`` as ``fmt`` (``parquet`` or ``csv``);
     returns the number of rows.
 
-    Knob columns are named ``knob.<layer>.<name>`` (``knob.inductor.freezing``) and are null
-    where the trial did not draw the knob (a baseline, or a knob whose condition was false);
-    shape distributions get ``shape<i>.latency_median_s`` (and ``.inputs``,
-    ``.eager_latency_median_s``,
-    ``.speedup_vs_eager``) per input.
+    Knob columns are named ``knob.<layer>.<name>`` (``knob.inductor.freezing``) and hold the
+    config each trial compiled, whoever chose it (default compile, a preset, the sampler, a
+    start-from study; see :func:`config_knobs`), and what else the sampler drew; null for
+    eager, and where the config leaves the knob at torch's default and the sampler did not
+    draw it (a knob whose condition was false, one a preset does not name). Shape
+    distributions get ``shape<i>.latency_median_s`` (and ``.inputs``,
+    ``.eager_latency_median_s``, ``.speedup_vs_eager``) per input.
 
     Example:
         >>> export_study(load_study_data(url, "resnet"), "resnet.parquet")  # doctest: +SKIP
@@ -126,18 +128,18 @@ def study_table(data: StudyData) -> pa.Table:
     import pyarrow as pa
 
     rows = [_row(data, row) for row in data.rows]
-    knobs = _knob_names(data)
+    set_knobs = [_knobs(row) for row in data.rows]
+    knobs = _knob_names(data, set_knobs)
     shapes = max((len(_per_shape(row)) for row in data.rows), default=0)
     fields = [pa.field(name, _type(pa, kind)) for name, kind in COLUMNS.items()]
     for knob in knobs:
-        values = [row.params.get(knob) for row in data.rows]
+        values = [row_knobs.get(knob) for row_knobs in set_knobs]
         fields.append(pa.field(KNOB_PREFIX + knob, _knob_type(pa, values)))
     for i in range(shapes):
         fields += [pa.field(f"shape{i}.{k}", _type(pa, t)) for k, t in _SHAPE_COLUMNS.items()]
-    for flat, row in zip(rows, data.rows, strict=True):
-        params = row.params
+    for flat, row, row_knobs in zip(rows, data.rows, set_knobs, strict=True):
         for knob, f in zip(knobs, fields[len(COLUMNS) :], strict=False):
-            value = params.get(knob)
+            value = row_knobs.get(knob)
             flat[f.name] = None if value is None else _cast(f.type, value)
         for i, shape in enumerate(_per_shape(row)):
             for key in _SHAPE_COLUMNS:
@@ -213,11 +215,54 @@ def _per_shape(row: TrialRow) -> list[dict[str, Any]]:
     return row.record.per_shape if row.record is not None else []
 
 
-def _knob_names(data: StudyData) -> list[str]:
-    """Every knob any trial drew, in the order the space lists them (then any other)."""
+def config_knobs(config: dict[str, Any] | None) -> dict[str, Any]:
+    """A trial's stored config (:attr:`TrialRecord.config <autotune.records.TrialRecord>`)
+    by knob, as a space names them: ``compile.backend``, ``compile.mode``, ``compile.dynamic``
+    (``"auto"`` where the config's is None: torch's automatic dynamic shapes, as a space spells
+    it), ``compile.fullgraph``, each option under its backend's layer (``inductor.freezing``,
+    ``openvino.aot_autograd``: the options a mode turns on included, those at torch's default
+    left out, as the config stores them), each Dynamo setting (``dynamo.recompile_limit``),
+    ``precision.autocast``/``precision.matmul`` where set, and the scope: ``scope.compile`` and
+    ``scope.disable``, module paths joined by commas (``<root>``: the whole model; empty: none
+    kept eager). Empty for eager (None)."""
+    if not config:
+        return {}
+    backend = config.get("backend", "inductor")
+    dynamic = config.get("dynamic")
+    knobs: dict[str, Any] = {
+        "compile.backend": backend,
+        "compile.mode": config.get("mode", "default"),
+        "compile.dynamic": "auto" if dynamic is None else dynamic,
+        "compile.fullgraph": config.get("fullgraph", False),
+    }
+    knobs.update({f"{backend}.{k}": v for k, v in (config.get("options") or {}).items()})
+    knobs.update({f"dynamo.{k}": v for k, v in (config.get("dynamo") or {}).items()})
+    knobs.update({f"precision.{k}": v for k, v in (config.get("precision") or {}).items()})
+    scope = config.get("scope") or {}
+    compiled = scope.get("compile", [""])
+    knobs["scope.compile"] = ",".join(path or "<root>" for path in compiled)
+    knobs["scope.disable"] = ",".join(scope.get("disable", []))
+    return knobs
+
+
+def _knobs(row: TrialRow) -> dict[str, Any]:
+    """What the trial compiled, by knob: its stored config as it ran (whoever chose it), and
+    what else the sampler drew (a knob drawn at torch's default, which the config leaves out;
+    a scope candidate's name; a batch size)."""
+    config = row.record.config if row.record is not None else None
+    return {**row.params, **config_knobs(config)}
+
+
+# The torch.compile arguments every config sets, whether or not the space lists them.
+_COMPILE_KNOBS = ("compile.backend", "compile.mode", "compile.dynamic", "compile.fullgraph")
+
+
+def _knob_names(data: StudyData, set_knobs: list[dict[str, Any]]) -> list[str]:
+    """Every knob any trial set, in the order the space lists them (the config's
+    ``compile.*`` ones it does not list after its own), then any other by name."""
     drawn: dict[str, None] = {}
-    for row in data.rows:
-        drawn.update(dict.fromkeys(row.params))
+    for knobs in set_knobs:
+        drawn.update(dict.fromkeys(knobs))
     order = [
         f"{layer}.{name}"
         for layer, table in data.settings.space.items()
@@ -226,6 +271,8 @@ def _knob_names(data: StudyData) -> list[str]:
     ]
     numerics = data.settings.space.get("numerics") or {}
     order += [f"{layer}.{name}" for layer, table in numerics.items() for name in table]
+    after = max((i + 1 for i, k in enumerate(order) if k.startswith("compile.")), default=0)
+    order[after:after] = [k for k in _COMPILE_KNOBS if k not in order]
     known = [k for k in order if k in drawn]
     return known + sorted(k for k in drawn if k not in known)
 
@@ -253,7 +300,17 @@ def _cast(kind: Any, value: Any) -> Any:
     import pyarrow as pa
 
     if kind == pa.string():
-        return str(value)
+        return value if isinstance(value, str) else _text(value)
     if kind == pa.float64():
         return float(value)
     return value
+
+
+def _text(value: Any) -> str:
+    """A knob value in a text column: a scalar as Python writes it (``True``, ``128``, as
+    before), a list or table as JSON."""
+    import json
+
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)

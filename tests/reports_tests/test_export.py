@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+import scripted
 
+from autotune.cli import main
 from autotune.reports import export_study, load_study_data
 
 from .conftest import STUDY
@@ -20,7 +24,8 @@ def test_duckdb_reads_a_column_per_knob_and_the_metrics(study_storage, tmp_path,
 
     rel = duckdb.sql(f"SELECT * FROM '{path}' ORDER BY trial_number")
     types = dict(zip(rel.columns, [str(t) for t in rel.types], strict=True))
-    assert {types[k] for k in KNOBS} == {"BOOLEAN", "BIGINT"}
+    # compile.dynamic: the space's false/true, and default compile's "auto".
+    assert [types[k] for k in KNOBS] == ["BOOLEAN", "VARCHAR", "BIGINT"]
     assert types["compile_time_s"] == types["latency_median_s"] == "DOUBLE"
     assert types["status"] == "VARCHAR" and types["recompiles"] == "BIGINT"
     # Timestamps with a time zone come back to Python through pytz: not needed here.
@@ -69,3 +74,51 @@ def test_a_writer_that_fails_midway_leaves_the_existing_file_whole(
 
     assert path.read_bytes() == before
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+@pytest.fixture
+def unsampled_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A study that stopped before sampling: eager, default compile and the three presets of
+    tests/fixtures/spaces/presets.toml, every compiled one clearly slower than eager."""
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    runs = scripted.use(monkeypatch, scripted.by_config(default=0.8))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    storage = f"sqlite:///{tmp_path}/study.db"
+    code = main([
+        "search", str(fixtures / "models" / "tiny.py"),
+        "--space", str(fixtures / "spaces" / "presets.toml"), "--trials", "6",
+        "--storage", storage, "--study", "p", "--out", str(tmp_path / "best.json"),
+        "--device", "cpu", "--scope", "whole", "--finalists", "0", "--measure-seconds", "0.2",
+    ])  # fmt: skip
+    assert code == 0 and len(runs) == 5  # eager, default, 3 presets: nothing sampled
+    return storage
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_baselines_and_presets_fill_the_knob_columns_from_their_configs(
+    unsampled_storage, tmp_path, fmt
+):
+    data = load_study_data(unsampled_storage, "p", importance=False)
+    assert all(not row.params for row in data.rows)  # the sampler drew nothing
+    path = tmp_path / f"p.{fmt}"
+
+    export_study(data, path, fmt)
+
+    knobs = ["compile.backend", "compile.mode", "compile.dynamic", "compile.fullgraph",
+             "inductor.freezing", "inductor.max_fusion_size", "inductor.max_autotune",
+             "scope.compile"]  # fmt: skip
+    columns = ", ".join(f'"knob.{k}"' for k in knobs)
+    rel = duckdb.sql(f"SELECT baseline, {columns} FROM '{path}' ORDER BY trial_number")
+    types = dict(zip(rel.columns, [str(t) for t in rel.types], strict=True))
+    assert types["knob.compile.fullgraph"] == types["knob.inductor.freezing"] == "BOOLEAN"
+    assert types["knob.inductor.max_fusion_size"] == "BIGINT"
+    rows = rel.fetchall()
+    assert rows == [
+        # baseline, backend, mode, dynamic, fullgraph, freezing, max_fusion_size, max_autotune
+        ("eager", None, None, None, None, None, None, None, None),
+        ("default", "inductor", "default", "auto", False, None, None, None, "<root>"),
+        (None, "inductor", "max-autotune-no-cudagraphs", "auto", False, None, None, True,
+         "<root>"),
+        (None, "inductor", "default", "auto", False, True, None, None, "<root>"),  # freezing
+        (None, "inductor", "default", "True", False, None, 128, None, "<root>"),  # fusion
+    ]  # fmt: skip
