@@ -114,7 +114,7 @@ def measure(args: argparse.Namespace) -> int:
     import torch
 
     from autotune.space import load_space
-    from autotune.trials import MeasureSettings, TrialSpec, WarmHostRunner
+    from autotune.trials import MeasureSettings, PreloadedHostRunner, TrialSpec
 
     space = load_space(args.space, args.device)
     items = list(configs_of(space).items())[: args.limit or None]
@@ -141,7 +141,7 @@ def measure(args: argparse.Namespace) -> int:
     started = time.monotonic()
     cache = out.with_suffix(".kernels")
     try:
-        with WarmHostRunner() as runner, journal.open("a") as log:
+        with PreloadedHostRunner() as runner, journal.open("a") as log:
             for i, (p, digest, config) in enumerate(todo):
                 wait_for_quiet(args.max_busy, args.quiet_wait, quiet_log)
                 spec = TrialSpec(

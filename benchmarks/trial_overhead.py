@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
+from autotune.trials import MeasureSettings, PreloadedHostRunner, SubprocessRunner, TrialSpec
 
 HERE = Path(__file__).resolve().parent
 MODEL = str(HERE / "models" / "tiny_mlp.py")
@@ -50,7 +50,7 @@ def main() -> int:
     rows = [
         ("cold process, fresh cache per trial", _per_trial(SubprocessRunner, fresh=True, n=n)),
         ("cold process, study cache", _per_trial(SubprocessRunner, fresh=False, n=n)),
-        ("warm host, study cache", _per_trial(WarmHostRunner, fresh=False, n=n)),
+        ("warm host, study cache", _per_trial(PreloadedHostRunner, fresh=False, n=n)),
     ]
     studies = [(host, _study(host, args.study_trials)) for host in ("fresh", "preloaded")]
     report = _report(rows, studies, args)

@@ -10,7 +10,7 @@ import grimp  # comes with import-linter (the dev extra)
 
 PACKAGES = [
     "cli", "tuning", "reports", "pipeline", "verify", "decide", "ship", "study", "scope",
-    "records", "trials", "space", "measure", "workload", "runtime",
+    "records", "trials", "settings", "space", "measure", "workload", "runtime",
 ]  # fmt: skip
 
 

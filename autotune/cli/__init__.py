@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -31,8 +32,9 @@ from autotune.cli import spaces as spaces
 from autotune.cli import studies as studies
 from autotune.cli import verify as verify
 from autotune.cli import worker as worker
-from autotune.cli._options import STORAGE_ENV, Parser
+from autotune.cli._options import Parser
 from autotune.errors import UsageError
+from autotune.settings import STORAGE_ENV
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -121,21 +123,21 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
 
 def parse(parser: Parser, commands: dict[str, Parser], argv: list[str]) -> argparse.Namespace:
     """Parses ``argv``; an option the subcommand does not know is reported with the
-    subcommand's usage (and a "did you mean"), not the top-level one."""
+    subcommand's usage (and a "did you mean"), not the top-level one. ``search`` of a study file
+    (*.toml) takes the file's options where the command line gives none, as given."""
     args, extras = parser.parse_known_args(argv)
     command = getattr(args, "command", None)
-    if command == "search":  # a study file (*.toml) stands for its options
-        at = argv.index(command) + 1
-        try:
-            expanded = [*argv[:at], *_study_file.expand(argv[at:], commands[command])]
-        except UsageError as exc:
-            commands[command].error(str(exc))
-        if expanded != argv:
-            return parse(parser, commands, expanded)
     if extras:
         (commands[command] if command else parser).unrecognized(extras)
     if command:
         args.given = commands[command].given(argv[argv.index(command) + 1 :])
+    if command == "search" and str(args.model).endswith(".toml"):
+        try:
+            model, values = _study_file.read(Path(args.model))
+        except UsageError as exc:
+            commands[command].error(str(exc))
+        vars(args).update({k: v for k, v in values.items() if k not in args.given}, model=model)
+        args.given = args.given | set(values)
     args.argv = argv
     return args
 

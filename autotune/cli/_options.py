@@ -1,7 +1,8 @@
-"""What the subcommands share: the parser class, the help format, and the options defined once.
+"""What the subcommands share: the parser class, the help format, and the options of the
+settings table (:mod:`autotune.settings`) as argparse arguments.
 
-Each shared option is defined here, once, with its type and default; a subcommand says only
-what the option means for it (``help``).
+Each shared option is declared once, in that table, with its kind and default; a subcommand
+says only what the option means for it (``help``).
 """
 
 from __future__ import annotations
@@ -11,14 +12,52 @@ import difflib
 import os
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from autotune._search_options import BY_FLAG, DEFAULT_STORAGE, STORAGE_ENV, add
 from autotune._secrets import mask_url
 from autotune.errors import UsageError
+from autotune.settings import BY_FLAG, DEFAULT_STORAGE, KINDS, STORAGE_ENV, RuleError
 
 if TYPE_CHECKING:
     from autotune.trials import TrialRunner
 
 _UNSET = object()
+
+
+def argtype(kind: str) -> Any:
+    """The argparse type of a kind of value (:data:`autotune.settings.KINDS`): its rule's
+    message becomes argparse's, so a bad value is refused with the subcommand's usage."""
+    parse = KINDS[kind].parse
+
+    def read(text: str) -> Any:
+        try:
+            return parse(text)
+        except RuleError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    read.__name__ = kind  # argparse names the type in its messages
+    return read
+
+
+def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
+    """Adds the option ``flag`` as the settings table declares it (kind, default, metavar,
+    choices, help); ``overrides`` replace what this subcommand says differently (usually
+    ``help``)."""
+    option = BY_FLAG[flag]
+    kwargs: dict[str, Any] = {"help": option.help}
+    if not option.positional:
+        kwargs["dest"] = option.name
+    if option.action is not None:
+        kwargs["action"] = option.action
+    else:
+        if option.kind is not None:
+            kwargs["type"] = argtype(option.kind)
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        if option.default is not None:
+            kwargs["default"] = option.default
+        if option.metavar is not None:
+            kwargs["metavar"] = option.metavar
+    kwargs.update(overrides)
+    p.add_argument(flag, **kwargs)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from autotune import _argtypes as argtypes
 from autotune._printable import say
 from autotune.cli import _options as options
 
@@ -32,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     )
     p.add_argument(
         "--timeout",
-        type=argtypes.positive_float,
+        type=options.argtype("positive_float"),
         metavar="SECONDS",
         help="wall clock for the finalists; with too little, they are skipped with a note",
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from autotune import _argtypes as argtypes
 from autotune._printable import say
 from autotune.cli import _options as options
 
@@ -35,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "is embedded)",
     )  # fmt: skip
     p.add_argument(
-        "--width", type=argtypes.positive_int, metavar="COLUMNS",
+        "--width", type=options.argtype("positive_int"), metavar="COLUMNS",
         help="width of the printed table (default: the terminal's, at least 120)",
     )  # fmt: skip
     options.add_debug(p)

@@ -6,11 +6,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from autotune._printable import say
-from autotune._search_options import SEARCH_OPTIONS
-from autotune._settings_table import (
-    changeable_options,
-)
 from autotune.cli import _options as options
+from autotune.settings import CLI, SEARCH_OPTIONS, SearchOptions, changeable_options, resolve
 
 if TYPE_CHECKING:
     from autotune.decide import Decision
@@ -21,7 +18,8 @@ INTERRUPTED = "every finished trial is saved. Run the same command to resume the
 
 
 def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
-    """The parser of ``autotune search``: every option from :mod:`autotune._search_options`."""
+    """The parser of ``autotune search``: every option of the settings table
+    (:mod:`autotune.settings`)."""
     from autotune.space import builtin_names
 
     p = options.add_subcommand(
@@ -32,11 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "trial runs in a process of its own. Re-running with the same --study and --storage "
         "resumes the study under its stored settings: options left out keep the stored "
         f"values, and only {changeable_options()} may change.",
-    )
-    p.add_argument(
-        "model",
-        help="model file (*.py) defining get_model(device) and get_inputs(device), or a study "
-        "file (*.toml) naming one and the study's options (options given here override it)",
     )
     for option in SEARCH_OPTIONS:
         if option.flag == "--space":
@@ -54,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
     from autotune.reports import terminal
     from autotune.reports.progress import Progress
 
-    progress = Progress(quiet=args.quiet)
-    args.storage = options.storage(args)
-    search = open_search(args, progress.note, runners=not args.no_worker)
-    if args.no_worker:
+    chosen = search_options(args)
+    progress = Progress(quiet=chosen.quiet)
+    search = open_search(chosen, progress.note, runners=not chosen.no_worker)
+    if chosen.no_worker:
         return _create_only(search)
     progress.attach(search, "search")
 
@@ -66,12 +59,12 @@ def run(args: argparse.Namespace) -> int:
 
     def decided(decision: Decision) -> None:
         progress.finish()  # the panel stops before the decision is printed
-        say(terminal.decision(decision, args.out), flush=True)
+        say(terminal.decision(decision, chosen.out), flush=True)
 
     with progress:
         for line in opening_lines(search):
             progress.note(line)
-        outcome = run_study(search, finish_of(args), on_front=front, on_decision=decided)
+        outcome = run_study(search, finish_of(chosen), on_front=front, on_decision=decided)
     if outcome.decision is None:
         say(
             "No best-config file was written: the eager baseline was not measured before the "
@@ -82,6 +75,13 @@ def run(args: argparse.Namespace) -> int:
     if outcome.not_shipped:
         say(outcome.not_shipped, flush=True)
     return 0
+
+
+def search_options(args: argparse.Namespace) -> SearchOptions:
+    """The options of the search this command line asks for (the storage resolved)."""
+    values = {o.name: getattr(args, o.name) for o in SEARCH_OPTIONS}
+    values["storage"] = options.storage(args)
+    return resolve(values, given=args.given, language=CLI)
 
 
 def _create_only(search: Search) -> int:

@@ -7,7 +7,6 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from autotune import _argtypes as argtypes
 from autotune._printable import say
 from autotune.cli import _options as options
 from autotune.errors import UsageError
@@ -42,14 +41,14 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     options.add_precision(p, "measurements")
     p.add_argument(
         "--repeats",
-        type=argtypes.positive_int,
+        type=options.argtype("positive_int"),
         default=1,
         metavar="N",
         help="run each measurement N times and pool them (the medians)",
     )
     p.add_argument(
         "--tolerance",
-        type=argtypes.fraction,
+        type=options.argtype("fraction"),
         default=0.05,
         metavar="F",
         help="least relative drop of the speedup that fails a claim, raised to the "

@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from autotune import _argtypes as argtypes
 from autotune._printable import say
 from autotune.cli import _options as options
 
@@ -55,12 +54,12 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "CUDA_VISIBLE_DEVICES says which GPU)",
     )  # fmt: skip
     p.add_argument(
-        "--gpus", type=argtypes.gpu_list, metavar="I,J,...",
+        "--gpus", type=options.argtype("gpu_list"), metavar="I,J,...",
         help="start one worker process per listed GPU (each sees only its GPU, through "
         "CUDA_VISIBLE_DEVICES) and wait for them",
     )  # fmt: skip
     p.add_argument(
-        "--timeout", type=argtypes.positive_float, metavar="SECONDS",
+        "--timeout", type=options.argtype("positive_float"), metavar="SECONDS",
         help="wall clock of this worker: no trial starts after it, none runs past it",
     )  # fmt: skip
     options.add(
@@ -106,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     session = _join(request, progress.note)
     local = session.local
     resolve_device(local.device, remedy="Run the worker where the study's device is.")
-    runners = trial_runners(args, local.device)
+    runners = trial_runners(args.jobs, args.trial_host, local.device)
     search = Search(session, runners)
     progress.attach(search, "worker")
     s = search.session.settings

@@ -1,43 +1,22 @@
-"""A study's request from the options of ``autotune search`` (an argparse namespace, or any
-object with the same attributes): ``--effort``'s presets applied, the model file checked, the
-device resolved, the space loaded, the settings built. The policy lives here, so that the
-command line and the Python API build the same request."""
+"""A study's request from the resolved options of a search (:class:`SearchOptions`): the model
+file checked, the device resolved, the space loaded, the settings built. The policy lives here,
+so that the command line and the Python API build the same request; the options are read,
+never written."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from autotune._deadline import Deadline
-from autotune._settings_table import EFFORTS, SETTINGS_OF, thorough_trials
-from autotune.errors import UsageError
 from autotune.pipeline._device import resolve_device
+from autotune.settings import SETTINGS_OF, SearchOptions, thorough_trials
 from autotune.study import SearchRequest
 
 NO_CUDA = "Pass --device cpu, or install a CUDA build of torch on a GPU machine."
 
 
-def _given(args: Any) -> frozenset[str]:
-    return frozenset(getattr(args, "given", None) or ())
-
-
-def _apply_effort(args: Any) -> None:
-    """Sets what ``--effort`` sets and the command line left alone; those count as given, so
-    a resumed study takes them like explicit options."""
-    if not getattr(args, "effort", None):
-        return
-    given = _given(args)
-    chosen = {k: v for k, v in EFFORTS[args.effort].items() if k not in given and v is not None}
-    for dest, value in chosen.items():
-        setattr(args, dest, value)
-    args.effort_sizes_trials = args.effort == "thorough" and "trials" not in given
-    extra = set(chosen) | ({"trials"} if args.effort == "thorough" else set())
-    if getattr(args, "given", None) is not None:
-        args.given = frozenset(given | (extra - given))
-
-
-def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
-    """The request of ``autotune search`` with these options (``args.storage`` resolved)."""
+def build_request(args: SearchOptions, deadline: Deadline | None = None) -> SearchRequest:
+    """The request of a search with these options (``args.storage`` resolved)."""
     import torch
 
     from autotune.space import load_space
@@ -45,7 +24,6 @@ def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
     from autotune.trials import MeasureSettings
     from autotune.workload import load_model_file, require_batch_size
 
-    _apply_effort(args)
     max_latency_s = args.max_latency_ms / 1e3 if args.max_latency_ms else None
     batch_sizes = list(args.batch_sizes) if args.batch_sizes else None
     Objective(args.objective, args.calls, batch_sizes, max_latency_s)  # refuses a bad mix
@@ -62,14 +40,7 @@ def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
         allow_numerics_changes=args.allow_numerics_changes or args.accuracy is not None,
         accuracy_contract=args.accuracy is not None,
     )
-    if getattr(args, "effort_sizes_trials", False):
-        args.trials = thorough_trials(space.size)
-    if args.effort:
-        args.effort_line = (
-            f"effort {args.effort}: space {space.name!r}, {args.trials} trials, compile budget "
-            f"{args.compile_budget:.0f} s, {args.finalists} finalists (options given "
-            "explicitly win)"
-        )
+    trials = thorough_trials(space.size) if args.effort_sizes_trials else args.trials
     settings = StudySettings(
         model_path=str(model),
         device=device,
@@ -88,7 +59,7 @@ def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
         memory_budget_bytes=args.memory_budget,
         pareto=pareto,
         finalist_precision=args.precision or None,
-        trials=args.trials,
+        trials=trials,
         finalists=args.finalists,
         preset_finalists=args.preset_finalists,
         prune=args.prune,
@@ -101,9 +72,7 @@ def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
         accuracy=args.accuracy,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
-    given = getattr(args, "given", None)
-    if given is not None:
-        given = frozenset(SETTINGS_OF[dest] for dest in given if dest in SETTINGS_OF)
+    given = frozenset(SETTINGS_OF[name] for name in args.given if name in SETTINGS_OF)
     warm_start = None
     if args.start_from:
         from autotune.study import WarmStart
@@ -120,24 +89,12 @@ def build_request(args: Any, deadline: Deadline | None = None) -> SearchRequest:
     )  # fmt: skip
 
 
-def _pareto_axes(args: Any) -> list[str] | None:
-    """The axes of a --pareto study (None without it); checks --pick and --objective too."""
+def _pareto_axes(args: SearchOptions) -> list[str] | None:
+    """The axes of a --pareto study (None without it), its --pick rule checked (the rules
+    across options were checked by :func:`autotune.settings.resolve`)."""
     from autotune.study import PickRule, parse_axes
 
     if not args.pareto:
-        for name, value in (("--pick", args.pick), ("--pareto-axes", args.pareto_axes)):
-            if value is not None:
-                raise UsageError(
-                    f"{name} {value!r} goes with a Pareto front, which only a --pareto study "
-                    "has: add --pareto (latency against compile time; --pareto-axes "
-                    "latency,compile,memory adds peak memory)."
-                )
         return None
-    if args.objective != "latency":
-        raise UsageError(
-            f"--pareto replaces the single objective, got --objective {args.objective}: the "
-            "front already trades latency against compile time. Drop --objective, or drop "
-            "--pareto to optimize one objective."
-        )
     PickRule.parse(args.pick or "fastest")
     return list(parse_axes(args.pareto_axes or "latency,compile"))

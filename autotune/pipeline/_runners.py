@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from autotune.errors import UsageError
 
@@ -34,16 +34,16 @@ def trial_runner() -> TrialRunner | None:
     return made
 
 
-def trial_runners(args: Any, device: str) -> list[TrialRunner]:
+def trial_runners(jobs: int, trial_host: str, device: str) -> list[TrialRunner]:
     """This process's trial runners: one per --jobs, the preloaded host or fresh processes (or the
     runner $AUTOTUNE_TRIAL_RUNNER names)."""
-    from autotune.trials import SubprocessRunner, WarmHostRunner
+    from autotune.trials import PreloadedHostRunner, SubprocessRunner
 
-    cores = _core_sets(args.jobs, device)
+    cores = _core_sets(jobs, device)
     replaced = [trial_runner() for _ in cores]
     if all(replaced):
         return [r for r in replaced if r is not None]
-    kind = WarmHostRunner if args.trial_host == "preloaded" else SubprocessRunner
+    kind = PreloadedHostRunner if trial_host == "preloaded" else SubprocessRunner
     return [kind(cores=c) for c in cores]
 
 

@@ -4,36 +4,49 @@ a set of ``search`` options, the way its file is written, and the lines that ope
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from autotune.pipeline._run import Finish
 from autotune.pipeline._runners import trial_runner, trial_runners
 
 if TYPE_CHECKING:
-    from autotune.study import Search
+    from autotune.settings import SearchOptions
+    from autotune.study import Search, SearchRequest
 
 
-def open_search(args: Any, on_note: Callable[[str], None], runners: bool = True) -> Search:
-    """The search these options of ``autotune search`` ask for (``args.storage`` resolved):
-    its request, the study joined or created, and (unless ``runners`` is False: a study
-    created for workers) this process's trial runners on the study's device."""
+def open_search(
+    args: SearchOptions, on_note: Callable[[str], None], runners: bool = True
+) -> Search:
+    """The search these options ask for (``args.storage`` resolved): its request, the study
+    joined or created, and (unless ``runners`` is False: a study created for workers) this
+    process's trial runners on the study's device."""
     from autotune._deadline import Deadline
     from autotune.pipeline._device import resolve_device
     from autotune.pipeline._request import NO_CUDA, build_request
     from autotune.study import Events, Search, Session
 
     request = build_request(args, Deadline.after(args.timeout))
-    if getattr(args, "effort_line", None):
-        on_note(args.effort_line)
+    if args.effort:
+        on_note(effort_line(args.effort, request))
     session = Session(request, Events(on_note=on_note))
     if not runners:
         return Search(session)
     device = session.local.device
     resolve_device(device, remedy=NO_CUDA, named=f"The study's device {device}")
-    return Search(session, trial_runners(args, device))
+    return Search(session, trial_runners(args.jobs, args.trial_host, device))
 
 
-def finish_of(args: Any) -> Finish:
+def effort_line(effort: str, request: SearchRequest) -> str:
+    """What ``--effort`` chose, as the request holds it."""
+    s = request.settings
+    assert s is not None  # a search's request holds its settings
+    return (
+        f"effort {effort}: space {s.space.get('name')!r}, {s.trials} trials, compile budget "
+        f"{s.compile_budget_s:.0f} s, {s.finalists} finalists (options given explicitly win)"
+    )
+
+
+def finish_of(args: SearchOptions) -> Finish:
     """How the file of a search with these options is written."""
     return Finish(
         args.out, remeasure=args.remeasure, for_device=args.for_device,

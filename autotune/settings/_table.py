@@ -1,100 +1,463 @@
-"""The one table of a study's settings: for each, the ``StudySettings`` field, its default, the
-command-line option messages name it by, the ``autotune search`` options that set it, and
-whether it may change when a study is resumed; and ``--effort``'s presets. ``StudySettings``
-takes its defaults from here, the command line its defaults and its record of what was given,
-the resume rules (``autotune.study.settle``) what may change. Standard library only: the
-command line reads it before anything heavy is imported."""
+"""Every option of ``autotune search``, declared once, in the order ``--help`` shows them: its
+flag, kind of value (:mod:`autotune.settings._kinds`), default, metavar, choices and help; the
+study setting it sets (a :class:`~autotune.study.StudySettings` field) and whether that may
+change when a study is resumed; whether a study file or ``autotune.tune`` may set it. The
+command line's parsers, study files, ``tune()``'s keywords, the stored settings' defaults and
+the resume rules are all derived from this table: adding a setting is one row here, plus its
+use. Standard library only: the command line reads it before anything heavy is imported."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Setting:
-    """One study setting.
-
-    Attributes:
-        field: Its :class:`~autotune.study.StudySettings` field.
-        option: What messages call it (``--trials``, ``the model file``).
-        dests: The ``autotune search`` options (argparse destinations) that set it.
-        changeable: May change when a study is resumed: it decides how many trials run or
-            how the winner is chosen, never what a trial measures.
-        default: Its value when not given (None: off, or derived).
-    """
-
-    field: str
-    option: str
-    dests: tuple[str, ...]
-    changeable: bool = False
-    default: Any = None
-
-
-SETTINGS: tuple[Setting, ...] = (
-    Setting("model_path", "the model file", ("model",)),
-    Setting("device", "--device", ("device",)),
-    Setting("space_hash", "--space", ("space", "allow_numerics_changes")),
-    Setting("workload", "--workload", ("workload",), default="infer"),
-    Setting("seed", "--seed", ("seed",), default=0),
-    Setting("compile_budget_s", "--compile-budget", ("compile_budget",), default=600.0),
-    Setting(
-        "compile_budget_factor",
-        "--compile-budget-factor",
-        ("compile_budget_factor",),
-        True,
-        default=5.0,
-    ),
-    Setting("measure", "--measure-seconds", ("measure_seconds",)),
-    Setting("sampler", "--sampler", ("sampler",), default="tpe"),
-    Setting("scope", "--scope", ("scope",), default="search"),
-    Setting("objective", "--objective", ("objective",), default="latency"),
-    Setting("calls", "--calls", ("calls",)),
-    Setting("memory_budget_bytes", "--memory-budget", ("memory_budget",)),
-    Setting("pareto", "--pareto-axes", ("pareto", "pareto_axes")),
-    Setting("finalist_precision", "--precision", ("precision",), True, default=0.02),
-    Setting("trials", "--trials", ("trials",), True, default=20),
-    Setting("finalists", "--finalists", ("finalists",), True, default=3),
-    Setting("preset_finalists", "--preset-finalists", ("preset_finalists",), True, default="best"),
-    Setting("prune", "--no-prune", ("prune",), True, default=True),
-    Setting("pick", "--pick", ("pick",), True),
-    Setting("warm_start", "--charge-warm-compile", ("charge_warm_compile",), True, default=False),
-    Setting("batch_sizes", "--batch-sizes", ("batch_sizes",)),
-    Setting("max_latency_s", "--max-latency-ms", ("max_latency_ms",)),
-    Setting("accuracy", "--accuracy", ("accuracy",)),
+from autotune.settings._option import (
+    DEFAULT_STORAGE,
+    EFFORTS,
+    MEASURE_SECONDS,
+    STORAGE_ENV,
+    TRIAL_HOSTS,
+    Option,
 )
 
-# Each setting's default, where it has one.
-DEFAULT: dict[str, Any] = {s.field: s.default for s in SETTINGS if s.default is not None}
-# The timing of each trial (MeasureSettings.target_seconds, --measure-seconds).
-MEASURE_SECONDS = 2.0
-# The command-line option that sets each setting, for messages.
-OPTIONS = {s.field: s.option for s in SETTINGS}
+SEARCH_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "model",
+        field="model_path",
+        label="the model file",
+        in_files=False,  # a study file's `model` is relative to it: the file's reader takes it
+        help=(
+            "model file (*.py) defining get_model(device) and get_inputs(device), or a study "
+            "file (*.toml) naming one and the study's options (options given here override it)"
+        ),
+    ),
+    Option(
+        "--trials",
+        default=20,
+        field="trials",
+        changeable=True,
+        kind="positive_int",
+        help=("trial budget of the study, baselines excluded; a later run may raise it"),
+    ),
+    Option(
+        "--timeout",
+        kind="positive_float",
+        metavar="SECONDS",
+        help=(
+            "wall clock of this whole command: probes, trials and finalists (these run on "
+            "what time is left, or are skipped with a note)"
+        ),
+    ),
+    Option(
+        "--compile-budget",
+        default=600.0,
+        field="compile_budget_s",
+        kind="positive_float",
+        metavar="SECONDS",
+        help=("per trial: a trial still compiling or running after it is killed (timeout)"),
+    ),
+    Option(
+        "--compile-budget-factor",
+        default=5.0,
+        field="compile_budget_factor",
+        changeable=True,
+        kind="non_negative_float",
+        metavar="K",
+        help=(
+            "once default torch.compile's compile time is known, stop a search trial still "
+            "compiling after K times it (plus the default's run time; at least 60 s, at most "
+            "--compile-budget); 0 keeps --compile-budget alone"
+        ),
+    ),
+    Option(
+        "--start-from",
+        metavar="STUDY",
+        help=(
+            "start from an earlier study (the same model elsewhere, or a similar model): its "
+            "best configs are measured first, and where the space and objective match, the "
+            "sampler is told its results"
+        ),
+    ),
+    Option(
+        "--start-from-storage",
+        metavar="URL",
+        help=("where the --start-from study is (default: --storage)"),
+    ),
+    Option(
+        "--start-from-top",
+        kind="positive_int",
+        default=5,
+        metavar="K",
+        help=("how many of its best configs --start-from queues"),
+    ),
+    Option(
+        "--effort",
+        choices=tuple(EFFORTS),
+        help=(
+            "set the space, trials, compile budget and finalists together: quick (the quick "
+            "space, presets and a few trials: minutes), default, thorough (the full space "
+            "with trials sized from it); options given explicitly win"
+        ),
+    ),
+    Option(
+        "--memory-budget",
+        field="memory_budget_bytes",
+        kind="size",
+        metavar="SIZE",
+        help=(
+            "peak memory a trial may use (e.g. 8GiB, 500MB): above it a trial is infeasible "
+            "(CUDA: max allocated; CPU: peak RSS of the trial process)"
+        ),
+    ),
+    Option(
+        "--finalists",
+        default=3,
+        field="finalists",
+        changeable=True,
+        kind="non_negative_int",
+        metavar="N",
+        help=(
+            "re-measure the N best configs and default torch.compile in fresh processes, cold"
+            " and warm, before choosing (0 skips)"
+        ),
+    ),
+    Option(
+        "--preset-finalists",
+        default="best",
+        field="preset_finalists",
+        changeable=True,
+        choices=("best", "all"),
+        help=(
+            "which of the space's measured presets are re-measured with the finalists: the "
+            "best one (default), or all of them, to see the tuned config against every preset"
+            " in the same round"
+        ),
+    ),
+    Option(
+        "--no-prune",
+        default=True,
+        field="prune",
+        changeable=True,
+        dest="prune",
+        action="store_false",
+        help=(
+            "time every trial for the whole --measure-seconds and search on whatever the "
+            "presets measured; by default a sampled trial times a quarter of "
+            "--measure-seconds first and goes on only if its median speedup reaches the best "
+            "trial's lower quartile, one whose running median is clearly (95%% confidence) "
+            "below it stops timing after a few rounds, no config is sampled once default "
+            "compile and every preset ran clearly slower than eager, and no finalist is "
+            "re-measured when every candidate did"
+        ),
+    ),
+    Option(
+        "--save-cache",
+        action="store_true",
+        help=(
+            "after writing the file, ship what skips the cold compile beside it: the compile "
+            "cache of its config (NAME.DEVICE.cache.tar.gz) and, where the winner compiles "
+            "the whole model as one graph, an AOTInductor package of it (NAME.DEVICE.pt2, "
+            "checked against eager first; a note says why not otherwise); autotune.apply "
+            "loads them"
+        ),
+    ),
+    Option(
+        "--save-aot",
+        action="store_true",
+        help=("after writing the file, write the AOTInductor package alone (no cache archive)"),
+    ),
+    Option(
+        "--remeasure",
+        in_files=False,
+        action="store_true",
+        help=("measure the finalists again even when a finished round of them is recorded"),
+    ),
+    Option(
+        "--space",
+        field="space_hash",
+        metavar="NAME_OR_PATH",
+        help=(
+            "a built-in space ({builtin_spaces}) or a .toml path (default: the space named "
+            "after the device)"
+        ),
+    ),
+    Option(
+        "--study",
+        metavar="NAME",
+        help=("study name (default: MODEL-DEVICE)"),
+    ),
+    Option(
+        "--storage",
+        metavar="URL",
+        help=(
+            f"SQLAlchemy URL of Optuna's and autotune's tables; PostgreSQL: "
+            f"postgresql+psycopg://USER:PASSWORD@HOST/DB (pip install 'autotune[postgres]'); "
+            f"default: ${STORAGE_ENV}, else {DEFAULT_STORAGE}. Passwords are never printed"
+        ),
+    ),
+    Option(
+        "--out",
+        default="best_config.json",
+        metavar="PATH",
+        help=("best-config file to write"),
+    ),
+    Option(
+        "--device",
+        field="device",
+        kind="device",
+        metavar="cpu|cuda|cuda:N",
+        help=("where trials run (default: cuda if available, else cpu)"),
+    ),
+    Option(
+        "--objective",
+        default="latency",
+        field="objective",
+        choices=("latency", "throughput", "amortized"),
+        help=(
+            "latency: steady-state speedup over eager; throughput: samples per second over "
+            "--batch-sizes; amortized: the compile time charged to --calls N calls"
+        ),
+    ),
+    Option(
+        "--calls",
+        field="calls",
+        kind="positive_int",
+        metavar="N",
+        help=("with --objective amortized: the calls the compile must pay back"),
+    ),
+    Option(
+        "--batch-sizes",
+        field="batch_sizes",
+        kind="positive_ints",
+        metavar="B,B,...",
+        help=(
+            "with --objective throughput: batch sizes to search (the model file's "
+            "get_inputs(device, batch_size) builds each)"
+        ),
+    ),
+    Option(
+        "--max-latency-ms",
+        field="max_latency_s",
+        kind="positive_float",
+        metavar="MS",
+        help=("with --objective throughput: a config whose call takes longer is infeasible"),
+    ),
+    Option(
+        "--pareto",
+        field="pareto",
+        action="store_true",
+        help=(
+            "multi-objective study: latency against compile time (and, with --pareto-axes, "
+            "memory); prints the Pareto front, --pick chooses from it"
+        ),
+    ),
+    Option(
+        "--pareto-axes",
+        field="pareto",
+        metavar="AXES",
+        help=("with --pareto: latency,compile (default) or latency,compile,memory"),
+    ),
+    Option(
+        "--pick",
+        field="pick",
+        changeable=True,
+        metavar="RULE",
+        help=(
+            "with --pareto: a goal (fastest, min-compile, min-memory; default fastest) and "
+            "limits, quoted, e.g. 'fastest,compile<=60' or 'min-compile,speedup>=1.2'"
+        ),
+    ),
+    Option(
+        "--charge-warm-compile",
+        default=False,
+        field="warm_start",
+        changeable=True,
+        action="store_true",
+        help=(
+            "amortized objective and --pick: charge the warm compile (a restarted process "
+            "reusing its cache) instead of the cold one (a new machine)"
+        ),
+    ),
+    Option(
+        "--workload",
+        default="infer",
+        field="workload",
+        choices=("infer", "train"),
+        help=(
+            "infer: eval() under no_grad; train: one training step (forward, loss, backward, "
+            "optimizer step), see docs/model-file.md"
+        ),
+    ),
+    Option(
+        "--scope",
+        default="search",
+        field="scope",
+        choices=("search", "whole"),
+        help=(
+            "search: probe the model's parts and search which to compile (whole, regional "
+            "blocks, children, some kept eager); whole: compile the whole model only"
+        ),
+    ),
+    Option(
+        "--allow-numerics-changes",
+        field="space_hash",
+        action="store_true",
+        help=(
+            "also search the space's [numerics] knobs (fast math etc.), held to a 10x looser "
+            "correctness tolerance"
+        ),
+    ),
+    Option(
+        "--accuracy",
+        field="accuracy",
+        kind="accuracy",
+        metavar="SPEC",
+        help=(
+            "the accuracy contract a config that changes numerics on purpose must meet "
+            "against eager fp32, e.g. 'cosine>=0.999', 'max_abs<=1e-2,cosine>=0.999', "
+            "'rtol=1e-2,atol=1e-3' or 'accuracy>=0.99' (the model file's accuracy(output, "
+            "reference)); it searches the space's [precision] knobs (bf16 autocast, matmul "
+            "precision), a backend's bf16 and the [numerics] knobs under it. Without it "
+            "nothing that changes numerics is searched"
+        ),
+    ),
+    Option(
+        "--seed",
+        default=0,
+        field="seed",
+        kind="seed",
+        help=("seeds the sampler, the weights and the inputs"),
+    ),
+    Option(
+        "--sampler",
+        default="tpe",
+        field="sampler",
+        choices=("tpe", "random"),
+        help=("Optuna sampler"),
+    ),
+    Option(
+        "--measure-seconds",
+        field="measure",
+        kind="positive_float",
+        default=MEASURE_SECONDS,
+        metavar="SECONDS",
+        help=("interleaved eager/compiled timing per trial"),
+    ),
+    Option(
+        "--precision",
+        default=0.02,
+        field="finalist_precision",
+        changeable=True,
+        kind="fraction",
+        metavar="F",
+        help=(
+            "finalists time past --measure-seconds until their median speedup is known within"
+            " +-F (95%% confidence), for at most 5x as long; 0 turns it off"
+        ),
+    ),
+    Option(
+        "--jobs",
+        kind="positive_int",
+        default=1,
+        help=("trials run at once (CPU only; each job gets CPU cores of its own)"),
+    ),
+    Option(
+        "--trial-host",
+        choices=TRIAL_HOSTS,
+        default="preloaded",
+        help=(
+            "preloaded: fork each trial from a host process that already imported torch and "
+            "Inductor; fresh: a new Python process per trial"
+        ),
+    ),
+    Option(
+        "--cache-dir",
+        metavar="DIR",
+        help=(
+            "kernel cache shared by the study's trials on this machine (default: "
+            "$AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study); a folder "
+            "of autotune's own: a new or empty one is created and marked, one holding other "
+            "files is refused"
+        ),
+    ),
+    Option(
+        "--cache-limit",
+        kind="size",
+        default="20GiB",
+        metavar="SIZE",
+        help=(
+            "past this size, the kernel cache's oldest files (untouched for an hour) are removed"
+        ),
+    ),
+    Option(
+        "--allow-version-mismatch",
+        action="store_true",
+        help=(
+            "join even when this torch or triton differs from the study's (each trial records"
+            " the versions it ran with)"
+        ),
+    ),
+    Option(
+        "--trust-model-path",
+        action="store_true",
+        help=(
+            "run the model file even when its content differs from the one the study was "
+            "created with (its SHA-256 is stored with the study)"
+        ),
+    ),
+    Option(
+        "--no-worker",
+        in_files=False,
+        in_tune=False,
+        action="store_true",
+        help=(
+            "only create the study (settings, baselines queued) and run no trial: start "
+            "`autotune worker` processes, then `autotune finalize` (the Slurm/Kubernetes "
+            "create step)"
+        ),
+    ),
+    Option(
+        "--for-device",
+        metavar="NAME",
+        help=(
+            "when the study's trials ran on several kinds of hardware: the device name the "
+            "file is for (default: this machine's)"
+        ),
+    ),
+    Option(
+        "--quiet",
+        in_files=False,
+        action="store_true",
+        help=(
+            "print only the decision: no trial lines, notes or live panel (errors still go to"
+            " stderr)"
+        ),
+    ),
+    Option(
+        "--debug",
+        in_files=False,
+        action="store_true",
+        help=("show tracebacks"),
+    ),
+)
+
+BY_FLAG = {option.flag: option for option in SEARCH_OPTIONS}
+BY_NAME = {option.name: option for option in SEARCH_OPTIONS}
+# Each option's default, by its name, where it has one.
+DEFAULT: dict[str, Any] = {o.name: o.default for o in SEARCH_OPTIONS if o.default is not None}
+# What messages call each study setting: the first option that sets it.
+LABELS: dict[str, str] = {}
+for _option in SEARCH_OPTIONS:
+    if _option.field is not None:
+        LABELS.setdefault(_option.field, _option.label or _option.flag)
 # What may change when a study is resumed: how many trials it runs and how the winner is
 # chosen from them. Every other setting decides what a trial measures, so a trial measured
 # under another value would not compare with the others.
-CHANGEABLE = tuple(s.field for s in SETTINGS if s.changeable)
-# The setting each option of `autotune search` sets: what a resumed study compares.
-SETTINGS_OF = {dest: s.field for s in SETTINGS for dest in s.dests}
-
-# What --effort sets, unless given explicitly: (space or None for the device's, trials or None
-# for sized from the space, compile budget in seconds, finalists).
-EFFORTS: dict[str, dict[str, Any]] = {
-    "quick": {"space": "quick", "trials": 8, "compile_budget": 300.0, "finalists": 2},
-    "default": {"space": None, "trials": 20, "compile_budget": 600.0, "finalists": 3},
-    "thorough": {"space": None, "trials": None, "compile_budget": 900.0, "finalists": 5},
-}
-# --effort thorough: 2 % of the space's configurations, within these bounds.
-THOROUGH_TRIALS = (40, 100)
-
-
-def thorough_trials(space_size: int) -> int:
-    """--effort thorough's trial budget for a space of ``space_size`` configurations."""
-    low, high = THOROUGH_TRIALS
-    return min(high, max(low, round(space_size * 0.02)))
+CHANGEABLE = tuple(dict.fromkeys(o.field for o in SEARCH_OPTIONS if o.field and o.changeable))
+# The setting each option sets: what a resumed study compares.
+SETTINGS_OF = {o.name: o.field for o in SEARCH_OPTIONS if o.field is not None}
 
 
 def changeable_options() -> str:
     """The options that may change on resume, for prose: ``--a, --b and --c``."""
-    names = sorted({OPTIONS[field] for field in CHANGEABLE})
+    names = sorted({LABELS[field] for field in CHANGEABLE})
     return f"{', '.join(names[:-1])} and {names[-1]}"

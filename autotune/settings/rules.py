@@ -1,6 +1,7 @@
-"""The rules a setting's value follows, stated once: the command line's argument types
-(:mod:`autotune._argtypes`) and a study's settings read back from its storage
-(:mod:`autotune.study._stored`) both check with these, in the same words.
+"""The rules a setting's value follows, stated once: the value kinds of the settings table
+(:mod:`autotune.settings._kinds`: the command line, ``autotune.tune``'s keywords, a study
+file) and a study's settings read back from its storage (:mod:`autotune.study._settings_check`)
+all check with these, in the same words.
 
 Each rule takes a value of its type and returns it, or raises :class:`RuleError` whose message
 completes "--option ..." or "field ...": ``must be at least 1, got 0``. Standard library only.
@@ -16,6 +17,8 @@ WORKLOADS = ("infer", "train")
 SAMPLERS = ("tpe", "random")
 SCOPES = ("search", "whole")
 PRESET_FINALISTS = ("best", "all")
+SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+              "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
 
 
 class RuleError(ValueError):
@@ -83,6 +86,19 @@ def accuracy(text: str) -> str:
         return str(parse_contract(text))
     except ContractError as exc:
         raise RuleError(f"must be an accuracy contract: {exc}") from exc
+
+
+def size(text: str) -> int:
+    """``"8GiB"`` -> 8589934592: a size written by people (``8GiB``, ``500MB``, ``1048576``) as
+    bytes."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in SIZE_UNITS:
+        raise RuleError(f"must be a size such as 8GiB, 500MB or 1048576 (bytes), got {text!r}")
+    size = float(match.group(1)) * SIZE_UNITS[unit]
+    if size == float("inf"):  # more digits than a float holds
+        raise RuleError(f"must be a size below 1.8e308 bytes, got {text!r}")
+    return int(size)
 
 
 def choice(value: str, choices: Sequence[str]) -> str:

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from autotune._sizes import parse_size
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
+from autotune.settings.rules import size as parse_size
 
 DIRECTIONS: dict[str, Literal["maximize", "minimize"]] = {
     "latency": "maximize",

@@ -6,9 +6,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune._settings_table import CHANGEABLE, DEFAULT, OPTIONS, changeable_options
 from autotune.errors import UsageError
 from autotune.records import SETTINGS_REMEDY, SETTINGS_ROW, StudyRowError, settings_dict
+from autotune.settings import CHANGEABLE, DEFAULT, LABELS, changeable_options
 from autotune.study._settings_check import measure_settings, setting_problems
 from autotune.trials import MeasureSettings, TrialSpec
 
@@ -29,28 +29,24 @@ class StudySettings:
     torch_version: str
     workload: str = DEFAULT["workload"]
     seed: int = DEFAULT["seed"]
-    compile_budget_s: float = DEFAULT["compile_budget_s"]
+    compile_budget_s: float = DEFAULT["compile_budget"]
     # A search trial is stopped as `timeout` after this many times default torch.compile's
     # compile time (plus its run time, at least ADAPTIVE_FLOOR_S, at most compile_budget_s);
     # 0 keeps compile_budget_s alone.
     compile_budget_factor: float = DEFAULT["compile_budget_factor"]
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     sampler: str = DEFAULT["sampler"]
-    scope: str = DEFAULT[
-        "scope"
-    ]  # "search": probe parts and search scopes; "whole": whole model only
+    # "search": probe parts and search scopes; "whole": whole model only.
+    scope: str = DEFAULT["scope"]
     scope_plan: dict[str, Any] | None = None  # the probed ScopePlan, settled once per study
     objective: str = DEFAULT["objective"]
     calls: int | None = None  # --objective amortized: the calls that pay back the compile
     memory_budget_bytes: int | None = None  # a trial whose peak memory exceeds it is infeasible
     pareto: list[str] | None = None  # --pareto: the axes of a multi-objective study
-    finalist_precision: float | None = DEFAULT[
-        "finalist_precision"
-    ]  # finalists time on to +-this speedup
+    finalist_precision: float | None = DEFAULT["precision"]  # finalists time on to +-this speedup
     trials: int = DEFAULT["trials"]  # the study's budget of search trials, baselines excluded
-    finalists: int = DEFAULT[
-        "finalists"
-    ]  # configs re-measured cold and warm before the winner is chosen
+    # Configs re-measured cold and warm before the winner is chosen.
+    finalists: int = DEFAULT["finalists"]
     # Which of the space's measured presets join them: "best" (the best-scoring one) or "all".
     preset_finalists: str = DEFAULT["preset_finalists"]
     # A sampled trial not within reach of the best so far stops timing after a short first
@@ -58,9 +54,8 @@ class StudySettings:
     # autotune.study._screen).
     prune: bool = DEFAULT["prune"]
     pick: str | None = None  # --pareto: the rule that picks from the front
-    warm_start: bool = DEFAULT[
-        "warm_start"
-    ]  # amortized/--pick: charge the warm compile, not the cold one
+    # Amortized/--pick: charge the warm compile, not the cold one.
+    warm_start: bool = DEFAULT["charge_warm_compile"]
     batch_sizes: list[int] | None = None  # --objective throughput: the batch sizes searched
     max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
     model_sha256: str | None = None  # the model file's content when the study was created
@@ -161,10 +156,10 @@ def settle(
     process's own device is its own); torch and triton are checked when a process joins (see
     autotune.study._identity).
     """
-    given = frozenset(OPTIONS) if given is None else given
+    given = frozenset(LABELS) if given is None else given
     changed = [
         name
-        for name in OPTIONS
+        for name in LABELS
         if name in given and _differs(name, getattr(stored, name), getattr(requested, name))
     ]
     refused = [name for name in changed if name not in CHANGEABLE]
@@ -172,7 +167,7 @@ def settle(
         raise UsageError(_refusal(study, stored, requested, refused))
     settings = dataclasses.replace(stored, **{n: getattr(requested, n) for n in changed})
     notes = [
-        f"note: {OPTIONS[name]} of study {study!r} changes from {_show(stored, name)} to "
+        f"note: {LABELS[name]} of study {study!r} changes from {_show(stored, name)} to "
         f"{_show(requested, name)}"
         for name in changed
     ]
@@ -190,7 +185,7 @@ def _refusal(study: str, stored: StudySettings, requested: StudySettings, names:
     seen: set[str] = set()
     diffs = []
     for name in names:
-        option = OPTIONS[name]
+        option = LABELS[name]
         if option in seen:
             continue
         seen.add(option)
@@ -218,7 +213,6 @@ def _show(settings: StudySettings, name: str) -> str:
 
 __all__ = [
     "CHANGEABLE",
-    "OPTIONS",
     "StudyRowError",
     "StudySettings",
     "settings_from_row",

@@ -1,5 +1,5 @@
 """The rules a study's stored settings follow when read back: the command line's own rules
-(:mod:`autotune._rules`), one per setting, and the checks it makes across settings (the
+(:mod:`autotune.settings.rules`), one per setting, and the checks it makes across settings (the
 objective's mix, a Pareto front's axes and pick rule).
 
 A row written by autotune passes; one edited by hand or written by another tool yields one
@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from autotune import _rules as rules
 from autotune.errors import UsageError
 from autotune.records import shown
 from autotune.scope import ScopePlan
+from autotune.settings import pareto_problems, rules
 from autotune.study._objective import OBJECTIVES, Objective
 from autotune.study._pareto import PickRule, parse_axes
 from autotune.trials import MeasureSettings
@@ -213,10 +213,10 @@ def _across(data: Mapping[str, Any]) -> list[str]:
     except UsageError as exc:
         given = ", ".join(f"{k} {shown(v)}" for k, v in mix.items())
         problems.append(f"objective {shown(objective)} with {given}: {_first_sentence(exc)}")
-    if data.get("pareto") and objective != "latency":
-        problems.append(f"pareto goes with objective 'latency' only, got {shown(objective)}")
-    if data.get("pick") is not None and not data.get("pareto"):
-        problems.append(f"pick goes with a pareto study only, got {shown(data['pick'])}")
+    front_only = {"pick": data["pick"]} if data.get("pick") is not None else {}
+    problems += pareto_problems(
+        bool(data.get("pareto")), objective, front_only, str, lambda k, v: f"{k} {shown(v)}"
+    )
     return problems
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
+from autotune.trials._preloaded import HOST_LOG_PREFIX, PreloadedHostRunner
 from autotune.trials._runner import (
     CACHE_PARTS,
     SubprocessRunner,
@@ -23,7 +24,6 @@ from autotune.trials._spec import (
     TrialResult,
     TrialSpec,
 )
-from autotune.trials._warm import HOST_LOG_PREFIX, WarmHostRunner
 
 __all__ = [
     "CACHE_PARTS",
@@ -46,5 +46,5 @@ __all__ = [
     "TrialResult",
     "TrialRunner",
     "TrialSpec",
-    "WarmHostRunner",
+    "PreloadedHostRunner",
 ]

@@ -1,6 +1,6 @@
 """The preloaded trial host: imports torch, Dynamo and Inductor once, then forks a child per trial.
 
-Run as ``python -m autotune.trials._host`` by :class:`WarmHostRunner`. It talks JSON lines:
+Run as ``python -m autotune.trials._host`` by :class:`PreloadedHostRunner`. It talks JSON lines:
 requests on stdin (``{"spec", "result", "log", "env"}``), replies on stdout (``{"ready"}``,
 ``{"started": pid}``, ``{"exited": pid, "returncode": rc}``). Each child leads a new session,
 writes its output to the trial's log and its result to the trial's file, exactly as a cold

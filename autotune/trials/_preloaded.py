@@ -89,7 +89,7 @@ class _Host:
         _runner.untrack(self.proc.pid)
 
 
-class WarmHostRunner:
+class PreloadedHostRunner:
     """Runs each trial as a fork of a preloaded host process (the default runner).
 
     Use it as a context manager, or call :meth:`close`, so the host goes when the study does.
@@ -108,7 +108,7 @@ class WarmHostRunner:
         self._host_key: tuple[str | None, str] | None = None
         self._cold: _runner.SubprocessRunner | None = None  # when forks cannot use CUDA
 
-    def __enter__(self) -> WarmHostRunner:
+    def __enter__(self) -> PreloadedHostRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:

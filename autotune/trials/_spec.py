@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune._settings_table import DEFAULT, MEASURE_SECONDS
+from autotune.settings import DEFAULT, MEASURE_SECONDS
 
 FAILURE_KINDS = (
     "compile_error",  # torch.compile or the first compiled call raised
@@ -29,7 +29,7 @@ FAILURE_KINDS = (
 
 
 # Finalists and verify time until the median speedup is known within +-2% (95% confidence).
-DEFAULT_PRECISION = DEFAULT["finalist_precision"]
+DEFAULT_PRECISION = DEFAULT["precision"]
 # A round is two samples, at least 4 ms on a CPU and 2 ms on CUDA: 10 s of them fit.
 _PRECISE_MAX_ROUNDS = 5000
 

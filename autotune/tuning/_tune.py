@@ -1,25 +1,23 @@
 """``autotune.tune(model, inputs, **options)``: the options of ``autotune search`` as keyword
-arguments, the model handed to the trial processes as a bundle the study owns."""
+arguments (resolved by :func:`autotune.settings.resolve`, as given), the model handed to the
+trial processes as a bundle the study owns."""
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from autotune import _faults
 from autotune._printable import say
-from autotune._search_options import DEFAULT_STORAGE, SEARCH_OPTIONS, STORAGE_ENV, add
 from autotune._secrets import mask_text
 from autotune.errors import UsageError
+from autotune.settings import DEFAULT_STORAGE, PYTHON, STORAGE_ENV, SearchOptions, resolve
 from autotune.tuning._result import TuneResult
 
 # Where the model bundles go, beside the default storage (autotune.db) in this folder.
 MODELS_DIR = Path(".autotune") / "models"
-_BY_NAME = {option.name: option for option in SEARCH_OPTIONS}
 # What only the command line does: create a study for workers without running a trial.
 _NOT_HERE = {
     "no_worker": "run `autotune search MODEL.py --no-worker` to create a study for workers"
@@ -74,15 +72,17 @@ def tune(
             output cannot be written or the storage cannot be used (a full disk, a damaged or
             read-only database: said as ``autotune`` says it, the cause chained).
     """
-    from autotune._bundle import write_bundle
+    from autotune.workload import write_bundle
 
     functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "accuracy": metric}
-    args = parse_options(options)
+    for name, remedy in _NOT_HERE.items():
+        if name in options:
+            raise UsageError(f"autotune.tune takes no {name}=: {remedy}.")
+    resolve(options, language=PYTHON)  # refused before the bundle is written
     given = {name: fn for name, fn in functions.items() if fn is not None}
     try:
         bundle = write_bundle(Path(models_dir), model, inputs, **given)
-        args.model = str(bundle)
-        return _run(args)
+        return _run(search_options(options, bundle))
     except Exception as exc:  # a fault the caller can cause: one exception, one paragraph
         said = _faults.paragraph(exc)
         if said is None:
@@ -90,56 +90,15 @@ def tune(
         raise UsageError(mask_text(said)) from exc
 
 
-def parse_options(options: dict[str, Any]) -> argparse.Namespace:
-    """``autotune search``'s options from keyword arguments, checked by the same rules, with
-    ``given`` naming those passed (a resumed study takes them like explicit options)."""
-    parser = _Parser(prog="autotune.tune", add_help=False)
-    for option in SEARCH_OPTIONS:
-        add(parser, option.flag)
-    argv: list[str] = []
-    for name, value in options.items():
-        argv += _words(name, value)
-    args = parser.parse_args(argv)
-    args.given = frozenset(options)
-    args.storage = args.storage or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
-    return args
+def search_options(options: dict[str, Any], bundle: Path) -> SearchOptions:
+    """The search of these keyword arguments on the model ``bundle`` (the storage: ``storage=``,
+    else ``$AUTOTUNE_STORAGE``, else the SQLite file in this folder)."""
+    storage = options.get("storage") or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+    values = {**options, "model": str(bundle), "storage": storage}
+    return resolve(values, given={*options, "model"}, language=PYTHON)
 
 
-def _words(name: str, value: Any) -> list[str]:
-    """The command-line words of one keyword argument."""
-    if name in _NOT_HERE:
-        raise UsageError(f"autotune.tune takes no {name}=: {_NOT_HERE[name]}.")
-    option = _BY_NAME.get(name)
-    if option is None:
-        near = difflib.get_close_matches(name, list(_BY_NAME), n=1)
-        hint = f" (did you mean {near[0]}=?)" if near else ""
-        raise UsageError(
-            f"autotune.tune got an unknown option {name}={value!r}{hint}; it takes the options "
-            f"of `autotune search` by their Python names: {', '.join(sorted(_BY_NAME))}."
-        )
-    if option.action in ("store_true", "store_false"):
-        if not isinstance(value, bool):
-            raise UsageError(f"autotune.tune: {name}= takes True or False, got {value!r}.")
-        on = option.action == "store_true"
-        return [option.flag] if value is on else []
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        value = ",".join(str(v) for v in value)
-    return [f"{option.flag}={value}"]
-
-
-class _Parser(argparse.ArgumentParser):
-    """Says a bad value in the caller's words (``trials=0: must be at least 1, got 0``) as a
-    :class:`UsageError`, never as an exit."""
-
-    def error(self, message: str) -> NoReturn:
-        for option in SEARCH_OPTIONS:
-            message = message.replace(f"argument {option.flag}", f"{option.name}=")
-        raise UsageError(f"autotune.tune: {message}.")
-
-
-def _run(args: argparse.Namespace) -> TuneResult:
+def _run(args: SearchOptions) -> TuneResult:
     from autotune.pipeline import finish_of, open_search, opening_lines, run_study
     from autotune.reports import terminal
     from autotune.reports.progress import Progress

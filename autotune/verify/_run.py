@@ -164,14 +164,14 @@ def _refuse_unsafe(best: BestConfig, allowed: Collection[str]) -> None:
 
 def _contract(best: BestConfig) -> str | None:
     """The accuracy contract the search held the config to, which verify holds it to again."""
-    from autotune import _rules
+    from autotune.settings import rules
 
     stated = best.workload.get("accuracy")
     if stated is None:
         return None
     try:
-        return _rules.accuracy(str(stated))
-    except _rules.RuleError as exc:
+        return rules.accuracy(str(stated))
+    except rules.RuleError as exc:
         raise UsageError(
             f"The file's workload.accuracy {stated!r} {exc}; the file was edited by hand or "
             "written by another tool. Re-run the search to write it again."

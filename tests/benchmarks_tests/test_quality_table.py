@@ -101,7 +101,7 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path, monkeypatch, space_fil
 
     import autotune.trials
 
-    monkeypatch.setattr(autotune.trials, "WarmHostRunner", _Runner)
+    monkeypatch.setattr(autotune.trials, "PreloadedHostRunner", _Runner)
     quiet = iter([True, True, True, False])
 
     def wait(max_busy, patience, log):

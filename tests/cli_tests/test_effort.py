@@ -3,14 +3,16 @@ win, and the choice is printed."""
 
 from __future__ import annotations
 
-from autotune._settings_table import THOROUGH_TRIALS
 from autotune.cli import build_parser, parse
+from autotune.cli.search import search_options
 from autotune.pipeline import build_request
+from autotune.pipeline._search import effort_line
+from autotune.settings import THOROUGH_TRIALS
 
 
 def _settings(*argv: str):
     parser, commands = build_parser()
-    args = parse(parser, commands, ["search", *argv])
+    args = search_options(parse(parser, commands, ["search", *argv]))
     return build_request(args).settings, args
 
 
@@ -18,8 +20,9 @@ def test_quick_effort_sets_everything_and_says_so(model_file):
     settings, args = _settings(model_file("tiny"), "--effort", "quick")
     assert settings.space["name"] == "quick"
     assert (settings.trials, settings.compile_budget_s, settings.finalists) == (8, 300.0, 2)
+    request = build_request(args)
     assert "effort quick: space 'quick', 8 trials, compile budget 300 s, 2 finalists" in (
-        args.effort_line
+        effort_line(args.effort, request)
     )
 
 
@@ -40,4 +43,4 @@ def test_thorough_sizes_the_trials_from_the_space(model_file):
 def test_without_effort_the_defaults_stand(model_file):
     settings, args = _settings(model_file("tiny"))
     assert (settings.trials, settings.compile_budget_s, settings.finalists) == (20, 600.0, 3)
-    assert settings.compile_budget_factor == 5.0 and not getattr(args, "effort_line", None)
+    assert settings.compile_budget_factor == 5.0 and args.effort is None

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
-from autotune.cli import build_parser, main
+from autotune.cli import build_parser, main, parse
+from autotune.cli.search import search_options
 from autotune.pipeline import build_request
 
 
@@ -80,8 +79,8 @@ def test_show_and_check_are_mutually_exclusive(capsys):
 @pytest.mark.parametrize("allow", [False, True])
 def test_search_passes_allow_numerics_changes_to_the_space(model_file, space_file, allow):
     argv = ["search", model_file("tiny"), "--device", "cpu", "--space", space_file("numerics")]
-    parser, _ = build_parser()
-    args: argparse.Namespace = parser.parse_args(argv + (["--allow-numerics-changes"] * allow))
+    parser, commands = build_parser()
+    args = search_options(parse(parser, commands, argv + ["--allow-numerics-changes"] * allow))
     stored = build_request(args).settings.space
     assert ("numerics" in stored) is allow
     assert stored.get("allow_numerics_changes", False) is allow

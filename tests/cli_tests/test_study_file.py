@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import scripted
 
-from autotune.cli import build_parser, main
-from autotune.cli._study_file import study_options
+from autotune.cli import _study_file, build_parser, main, parse
 from autotune.records import RecordStore
 
 STUDIES = Path(__file__).parents[2] / "studies"
@@ -70,15 +69,17 @@ def test_a_value_out_of_range_is_refused_like_on_the_command_line(tmp_path, caps
     with pytest.raises(SystemExit) as info:
         main(["search", str(path)])
 
-    assert info.value.code == 2 and "--finalists" in capsys.readouterr().err
+    assert (
+        info.value.code == 2 and "`finalists` must be 0 or more, got -1" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("name", ["convnet", "mlp", "bert_tiny"])
 def test_the_shipped_study_files_name_their_model_and_valid_options(name):
-    _, commands = build_parser()
+    model, values = _study_file.read(STUDIES / f"{name}.toml")
 
-    words = study_options(STUDIES / f"{name}.toml", commands["search"])
-
-    assert words[0] == str(STUDIES / f"{name}.py") and Path(words[0]).exists()
-    args = commands["search"].parse_args(words)
-    assert args.device == "cpu" and args.study == f"{name}-cpu" and args.seed == 0
+    assert model == str(STUDIES / f"{name}.py") and Path(model).exists()
+    assert values["device"] == "cpu" and values["study"] == f"{name}-cpu"
+    parser, commands = build_parser()
+    args = parse(parser, commands, ["search", str(STUDIES / f"{name}.toml")])
+    assert (args.model, args.study, args.seed) == (model, f"{name}-cpu", 0)

@@ -539,11 +539,13 @@ def _valid_value(action: Any) -> st.SearchStrategy[Any]:
 @functools.cache
 def _search_options() -> list[Any]:
     from autotune.cli import build_parser
-    from autotune.cli._study_file import _NOT_IN_FILES
+    from autotune.settings import BY_NAME
 
     _, commands = build_parser()
     return [
-        a for a in commands["search"]._actions if a.option_strings and a.dest not in _NOT_IN_FILES
+        a
+        for a in commands["search"]._actions
+        if a.option_strings and a.dest in BY_NAME and BY_NAME[a.dest].in_files
     ]
 
 

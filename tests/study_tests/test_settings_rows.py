@@ -136,7 +136,7 @@ def test_text_that_is_no_json_object_names_the_column_and_the_text(text, named):
         ({"objective": "latency", "batch_sizes": None, "max_latency_s": None,
           "pareto": ["latency", "compile"], "pick": "bogus"}, "pick must be a rule --pick takes"),
         ({"objective": "latency", "batch_sizes": None, "max_latency_s": None, "pick": "fastest"},
-         "pick goes with a pareto study only, got 'fastest'"),
+         "pick 'fastest' goes with a Pareto front, which only a pareto study has"),
     ],
 )  # fmt: skip
 def test_a_setting_that_breaks_the_command_lines_rule_is_named_with_its_value(changes, named):

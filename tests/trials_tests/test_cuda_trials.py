@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
+from autotune.trials import MeasureSettings, PreloadedHostRunner, SubprocessRunner, TrialSpec
 
 pytestmark = [
     pytest.mark.gpu,
@@ -23,7 +23,7 @@ def runner(request, tmp_path_factory):
     if request.param == "cold":
         yield SubprocessRunner()
         return
-    with WarmHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
+    with PreloadedHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
         yield warm
 
 
@@ -45,7 +45,7 @@ def test_a_cuda_trial_runs_in_the_child(runner, tmp_path_factory, model_file, mo
     assert result.peak_memory_bytes > 0
     if config is not None:
         assert result.graphs >= 1 and result.compile_time_s > 0
-    if isinstance(runner, WarmHostRunner):
+    if isinstance(runner, PreloadedHostRunner):
         assert runner._cold is None, "the warm host fell back to fresh processes"
 
 

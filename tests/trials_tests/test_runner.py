@@ -10,7 +10,7 @@ import pytest
 from procs import procs_with, wait_for
 
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
+from autotune.trials import MeasureSettings, PreloadedHostRunner, SubprocessRunner, TrialSpec
 from autotune.trials._phase import read_phase
 
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
@@ -23,7 +23,7 @@ def runner(request, tmp_path_factory):
     if request.param == "cold":
         yield SubprocessRunner()
         return
-    with WarmHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
+    with PreloadedHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
         yield warm
 
 
@@ -147,7 +147,7 @@ def _no_leftovers():
 
 
 def test_a_dead_host_is_a_crash_and_the_next_trial_gets_a_new_host(tmp_path, model_file):
-    with WarmHostRunner(log_dir=str(tmp_path)) as warm:
+    with PreloadedHostRunner(log_dir=str(tmp_path)) as warm:
         spec = TrialSpec(model_path=model_file("hang_when_compiled"), device="cpu",
                          config=aot().to_dict(), budget_s=60, measure=FAST)  # fmt: skip
         first_host = None

@@ -18,7 +18,7 @@ from autotune._scratch import RUN_ROOT_ENV
 ROOT = Path(__file__).resolve().parents[2]
 TRIALS = """
     import sys
-    from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
+    from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, PreloadedHostRunner
     spec = TrialSpec(model_path={model!r}, device="cpu", config={config!r}, budget_s={budget},
                      measure=MeasureSettings(warmup=1, min_rounds=5, max_rounds=20,
                                              target_seconds=0.2))
@@ -63,7 +63,7 @@ def folders(tmp_path, tmp_path_factory) -> tuple[Path, Path]:
 
 def test_trials_of_both_runners_leave_nothing_in_the_temporary_folder(folders, model_file):
     tmpdir, cache = folders
-    body = "with WarmHostRunner() as warm:\n        print(warm.run(spec).status)\n    " \
+    body = "with PreloadedHostRunner() as warm:\n        print(warm.run(spec).status)\n    " \
            "print(SubprocessRunner().run(spec).status)"  # fmt: skip
     code = TRIALS.format(model=model_file("tiny"), config={"backend": "aot_eager"}, budget=120,
                          body=body)  # fmt: skip

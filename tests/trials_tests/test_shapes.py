@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, TrialSpec, WarmHostRunner
+from autotune.trials import MeasureSettings, PreloadedHostRunner, TrialSpec
 
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.3)
 
@@ -13,7 +13,7 @@ FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.3
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     cache = str(tmp_path_factory.mktemp("cache"))
-    with WarmHostRunner(log_dir=cache) as warm:
+    with PreloadedHostRunner(log_dir=cache) as warm:
 
         def go(config: CompileConfig):
             spec = TrialSpec(model_path=_shapes(), device="cpu", config=config.to_dict(),

@@ -13,7 +13,7 @@ import torch
 
 from autotune.records import RecordStore
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, WarmHostRunner
+from autotune.trials import MeasureSettings, PreloadedHostRunner, SubprocessRunner, TrialSpec
 from autotune.workload import WorkloadError, default_loss
 
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
@@ -21,7 +21,7 @@ FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2
 
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory):
-    with WarmHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
+    with PreloadedHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
         yield warm
 
 

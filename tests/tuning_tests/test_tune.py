@@ -82,9 +82,13 @@ def test_the_same_model_resumes_its_study(tuned, monkeypatch):
     [
         ({"trails": 3}, "unknown option trails=3 (did you mean trials=?)"),
         ({"trials": 0}, "autotune.tune: trials=: must be at least 1, got 0"),
-        ({"prune": "no"}, "prune= takes True or False, got 'no'"),
+        ({"prune": "no"}, "prune=: must be true or false, got 'no'"),
         ({"no_worker": True}, "takes no no_worker="),
-        ({"sampler": "grid"}, "sampler=: invalid choice: 'grid'"),
+        ({"sampler": "grid"}, "sampler=: must be one of tpe, random, got 'grid'"),
+        (
+            {"trials": 0, "trails": 3},
+            "autotune.tune: 2 problems: trials=: must be at least 1, got 0; unknown option",
+        ),
     ],
 )
 def test_a_bad_option_is_one_usage_error_in_python_words(tmp_path, monkeypatch, options, said):

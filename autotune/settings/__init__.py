@@ -1,0 +1,50 @@
+"""The settings of a search, declared once.
+
+:data:`SEARCH_OPTIONS` holds every option of ``autotune search`` (its flag, kind of value,
+default, help, the study setting it sets, whether that may change on resume, whether a study
+file or ``autotune.tune`` may set it); :func:`resolve` is the one entry point from a caller's
+values (command line, keywords, study file) to a search's :class:`SearchOptions`. The command
+line's parsers, study files, ``tune()``, the stored settings' defaults and the resume rules are
+derived from the table. Standard library only.
+"""
+
+from autotune.settings._kinds import KINDS, Kind, shown
+from autotune.settings._option import (
+    DEFAULT_STORAGE,
+    EFFORTS,
+    MEASURE_SECONDS,
+    STORAGE_ENV,
+    THOROUGH_TRIALS,
+    TRIAL_HOSTS,
+    Option,
+    thorough_trials,
+)
+from autotune.settings._resolve import (
+    CLI,
+    FILE,
+    PYTHON,
+    Language,
+    SearchOptions,
+    pareto_problems,
+    read_values,
+    resolve,
+)
+from autotune.settings._table import (
+    BY_FLAG,
+    BY_NAME,
+    CHANGEABLE,
+    DEFAULT,
+    LABELS,
+    SEARCH_OPTIONS,
+    SETTINGS_OF,
+    changeable_options,
+)
+from autotune.settings.rules import RuleError
+
+__all__ = [
+    "BY_FLAG", "BY_NAME", "CHANGEABLE", "CLI", "DEFAULT", "DEFAULT_STORAGE", "EFFORTS", "FILE",
+    "KINDS", "LABELS", "MEASURE_SECONDS", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
+    "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "Kind", "Language", "Option", "RuleError",
+    "SearchOptions", "changeable_options", "pareto_problems", "read_values", "resolve", "shown",
+    "thorough_trials",
+]  # fmt: skip
