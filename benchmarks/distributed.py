@@ -60,7 +60,7 @@ def _settings() -> Any:
     import torch
 
     from autotune.space import load_space
-    from autotune.study import StudySettings
+    from autotune.storage import StudySettings
 
     space = load_space("cpu", "cpu")
     return StudySettings(
@@ -125,7 +125,8 @@ def _worker(args: argparse.Namespace) -> int:
     session = search.session
     mine = sum(1 for r in session.records.trials(args.worker)
                if r.environment.get("worker", {}).get("id") == session.worker_id)  # fmt: skip
-    print(json.dumps({"trials": mine, "wall_s": time.monotonic() - started, "ended": search.ended,
+    print(json.dumps({"trials": mine, "wall_s": time.monotonic() - started,
+                      "ended": search.ended_text,
                       "statements": statements, **{k: session.seconds.get(k, 0.0)
                       for k in ("ask", "suggest", "database")}}))  # fmt: skip
     return 0

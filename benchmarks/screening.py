@@ -26,7 +26,7 @@ import optuna
 import torch
 
 from autotune.records import RecordStore, TrialRecord
-from autotune.study._attrs import LEFT_ATTR
+from autotune.storage._attrs import LEFT_ATTR
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from suite import MODELS, device_name  # noqa: E402

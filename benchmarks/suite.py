@@ -44,7 +44,7 @@ import torch
 from autotune.decide import Decision, decide
 from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
-from autotune.study import StudySettings
+from autotune.storage import StudySettings
 from autotune.study._screen import screened
 
 HERE = Path(__file__).resolve().parent

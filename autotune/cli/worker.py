@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from autotune._printable import say
@@ -23,14 +22,13 @@ from autotune.cli import _options as options
 if TYPE_CHECKING:
     from autotune.decide import Decision
     from autotune.reports.progress import Progress
-    from autotune.study import Search, SearchRequest, Session
+    from autotune.study import Search
 
 INTERRUPTED = (
     "the running trial was failed in the study (another worker retries it); every finished "
     "trial is saved."
 )
 TERMINATED_EXIT = 0  # SIGTERM is how Slurm and Kubernetes stop a worker: a clean stop
-_WAIT_S = 2.0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
@@ -84,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus:
         return _per_gpu(args)
     from autotune._deadline import Deadline
-    from autotune.pipeline import resolve_device, trial_runners
+    from autotune.pipeline import join_search, resolve_device
     from autotune.reports.progress import Progress
-    from autotune.study import Search, SearchRequest
+    from autotune.study import SearchRequest
 
     if args.out:
         options.require_folder("--out", args.out)  # before any trial, not after the last
@@ -102,11 +100,8 @@ def run(args: argparse.Namespace) -> int:
         allow_unsafe_knobs=tuple(args.allow_unsafe_knobs),
     )  # fmt: skip
     progress = Progress(quiet=args.quiet)
-    session = _join(request, progress.note)
-    local = session.local
-    resolve_device(local.device, remedy="Run the worker where the study's device is.")
-    runners = trial_runners(args.jobs, args.trial_host, local.device)
-    search = Search(session, runners)
+    search = join_search(request, args.jobs, args.trial_host, progress.note)
+    local, runners = search.session.local, search.runners
     progress.attach(search, "worker")
     s = search.session.settings
     with progress:
@@ -121,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             for runner in runners:
                 runner.close()
-    _say(f"worker done: {search.ended}")
+    _say(f"worker done: {search.ended_text}")
     return 0
 
 
@@ -140,30 +135,10 @@ def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress)
     progress.finish()
     if outcome.decision is None:
         why = outcome.not_written or "no file was written: eager is not measured yet"
-        _say(f"worker done: {search.ended}; {why}")
+        _say(f"worker done: {search.ended_text}; {why}")
     else:
-        _say(f"worker done: {search.ended}")
+        _say(f"worker done: {search.ended_text}")
     return 0
-
-
-def _join(request: SearchRequest, say: Callable[[str], None]) -> Session:
-    """This process's session with the study; a worker started before its study is created
-    waits for it (until --timeout)."""
-    import time
-
-    from autotune.study import Events, Session, StudyNotFound
-
-    waiting = False
-    while True:
-        try:
-            return Session(request, Events(on_note=say))
-        except StudyNotFound:
-            if request.deadline.passed():
-                raise
-        if not waiting:
-            waiting = True
-            say(f"waiting for study {request.study_name!r} to be created")
-        time.sleep(min(_WAIT_S, request.deadline.left()))
 
 
 def _per_gpu(args: argparse.Namespace) -> int:

@@ -10,14 +10,8 @@ from typing import Any
 from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import SCHEMA_VERSION, BestConfig, CompileConfig
-from autotune.study import (
-    Objective,
-    StudySettings,
-    break_even_calls,
-    candidates,
-    eager_baseline,
-    eager_baselines,
-)
+from autotune.scoring import Objective, break_even_calls
+from autotune.storage import StudySettings, candidates, eager_baseline, eager_baselines
 
 
 def best_config(

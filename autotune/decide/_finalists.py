@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from autotune._deadline import Deadline
 from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
-from autotune.study import Objective, StudySettings, candidates, pooled_measurements
+from autotune.scoring import Objective
+from autotune.storage import StudySettings, candidates, pooled_measurements
 from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
 _PREFIX = "finalist-"

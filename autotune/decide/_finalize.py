@@ -23,19 +23,16 @@ from autotune.decide._presets import measured_presets
 from autotune.errors import UsageError
 from autotune.records import Claim, FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
+from autotune.scoring import Objective, PickRule, clearly_slower
 from autotune.ship import existing_file, vouch, write_entry
-from autotune.study import (
-    Objective,
-    PickRule,
+from autotune.storage import (
     StudySettings,
-    clearly_slower,
     eager_baseline,
     grace_s,
-    local_device_name,
-    local_settings,
     open_optuna_storage,
     recover_stale,
 )
+from autotune.study import Session, local_device_name, local_settings
 from autotune.trials import TrialResult, TrialRunner
 
 # A finalist run takes about its search trial's wall time, cold compiles and finer timing on top.
@@ -107,36 +104,92 @@ def finalize(
     with RecordStore(storage) as store:
         settings = _settings(store, storage, study)
         _recover(storage, study, store, settings)
-        everywhere = store.trials(study)
-        records = _for_device(everywhere, settings, device, for_device, on_note)
-        _require_eager(study, everywhere, "; run its search (autotune search) first")
-        chosen = _candidates(records, settings)
-        if _all_clearly_slower(chosen, settings):
-            on_note(
-                "finalists skipped: every candidate ran clearly slower than eager in the "
-                "search's paired rounds, so re-measuring them cannot make compiling pay"
-            )
-            chosen = []
-        finalists: list[Finalist] | None = None
-        found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
-        if found is not None:
-            on_note(_reused_note(found, chosen))
-            finalists = _from_round(found, records)
-        elif chosen:
-            local = local_settings(
+
+        def local() -> StudySettings:
+            return local_settings(
                 study, settings, device or settings.device, model_path,
                 trust_model_path=trust_model_path,
                 allow_version_mismatch=allow_version_mismatch, on_note=on_note,
             )  # fmt: skip
-            finalists = _measure(
-                store, study, chosen, local, runner, deadline, on_note, allow_unsafe_knobs
-            )
-    decision = _decide(records, settings, study, storage, finalists)
+
+        held = _Held(store, storage, study, settings, local, tuple(allow_unsafe_knobs))
+        return _finalized(held, out, remeasure_finalists, deadline, runner, on_note, device,
+                          for_device)  # fmt: skip
+
+
+def finalize_session(
+    session: Session,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    remeasure_finalists: bool = False,
+    runner: TrialRunner | None = None,
+    for_device: str | None = None,
+) -> Decision:
+    """:func:`finalize` for the process whose ``session`` searched the study: the session is
+    the study as that process settled and checked it (its settings, its device and model file,
+    the knobs its operator vouches for, its deadline), so nothing is reopened or checked
+    again; trials left running by processes that died are recovered first, as ever."""
+    if out is not None:
+        _check_out(out)
+    session.recover_stale()
+    held = _Held(session.records, session.request.storage, session.name, session.settings,
+                 lambda: session.local, session.space.unsafe_knobs)  # fmt: skip
+    return _finalized(held, out, remeasure_finalists, session.request.deadline, runner,
+                      session.events.on_note, session.local.device, for_device)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Held:
+    """The study a decision is made for, however it was opened: its records, where it is
+    stored, its name and settings, the settings this process runs its finalists under
+    (checked when first needed), and the knobs refused from data its operator vouches for."""
+
+    store: RecordStore
+    storage: str
+    study: str
+    settings: StudySettings
+    local: Callable[[], StudySettings]
+    allow_unsafe_knobs: tuple[str, ...]
+
+
+def _finalized(
+    held: _Held,
+    out: str | os.PathLike[str] | None,
+    remeasure_finalists: bool,
+    deadline: Deadline,
+    runner: TrialRunner | None,
+    on_note: Callable[[str], None],
+    device: str | None,
+    for_device: str | None,
+) -> Decision:
+    store, study, settings = held.store, held.study, held.settings
+    everywhere = store.trials(study)
+    records = _for_device(everywhere, settings, device, for_device, on_note)
+    _require_eager(study, everywhere, "; run its search (autotune search) first")
+    chosen = _candidates(records, settings)
+    if _all_clearly_slower(chosen, settings):
+        on_note(
+            "finalists skipped: every candidate ran clearly slower than eager in the "
+            "search's paired rounds, so re-measuring them cannot make compiling pay"
+        )
+        chosen = []
+    finalists: list[Finalist] | None = None
+    found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
+    if found is not None:
+        on_note(_reused_note(found, chosen))
+        finalists = _from_round(found, records)
+    elif chosen:
+        finalists = _measure(
+            store, study, chosen, held.local(), runner, deadline, on_note, held.allow_unsafe_knobs
+        )
+    decision = _decide(records, settings, study, held.storage, finalists)
     decision.round = found
     decision.remeasured = finalists is not None and found is None
     made = decision.best
     if made.config is not None:  # a row is data: its config passes the file's rules first
-        vouch(made, allow_unsafe_knobs, f"trial {made.source.get('trial')} of study {study!r}")
+        vouch(
+            made, held.allow_unsafe_knobs, f"trial {made.source.get('trial')} of study {study!r}"
+        )
     if out is not None:
         written = write_entry(out, decision.best)
         if not written.startswith("wrote "):  # a new file is said by the caller's summary

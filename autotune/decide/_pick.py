@@ -21,15 +21,8 @@ from autotune.decide._best import (
 from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord
 from autotune.runtime.config import BestConfig
-from autotune.study import (
-    Objective,
-    PickRule,
-    StudySettings,
-    axis_value,
-    candidates,
-    eager_baseline,
-    front,
-)
+from autotune.scoring import Objective, PickRule, axis_value, front
+from autotune.storage import StudySettings, candidates, eager_baseline
 
 
 @dataclass

@@ -6,7 +6,8 @@ import functools
 import json
 
 from autotune.records import TrialRecord
-from autotune.study import Objective, StudySettings
+from autotune.scoring import Objective
+from autotune.storage import StudySettings
 
 
 def preset_hashes(settings: StudySettings) -> dict[str, str]:

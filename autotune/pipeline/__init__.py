@@ -14,19 +14,19 @@ if TYPE_CHECKING:
     from autotune.pipeline._request import NO_CUDA, build_request
     from autotune.pipeline._run import Finish, StudyOutcome, run_study
     from autotune.pipeline._runners import trial_runner, trial_runners
-    from autotune.pipeline._search import finish_of, open_search, opening_lines
+    from autotune.pipeline._search import finish_of, join_search, open_search, opening_lines
 
 # Names load on first use: resolving a device (every subcommand) needs torch only.
 _NAMES = {
     "NO_CUDA": "_request", "Finish": "_run", "StudyOutcome": "_run", "build_request": "_request",
     "default_device": "_device", "resolve_device": "_device", "run_study": "_run",
     "trial_runner": "_runners", "trial_runners": "_runners", "finish_of": "_search",
-    "open_search": "_search", "opening_lines": "_search",
+    "join_search": "_search", "open_search": "_search", "opening_lines": "_search",
 }  # fmt: skip
 
 __all__ = [
     "NO_CUDA", "Finish", "StudyOutcome", "build_request", "default_device", "finish_of",
-    "open_search", "opening_lines", "resolve_device", "run_study", "trial_runner",
+    "join_search", "open_search", "opening_lines", "resolve_device", "run_study", "trial_runner",
     "trial_runners",
 ]  # fmt: skip
 

@@ -19,8 +19,10 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     """The request of a search with these options (``args.storage`` resolved)."""
     import torch
 
+    from autotune.scoring import Objective
     from autotune.space import load_space
-    from autotune.study import Objective, StudySettings, model_sha256, triton_version
+    from autotune.storage import StudySettings
+    from autotune.study import model_sha256, triton_version
     from autotune.trials import MeasureSettings
     from autotune.workload import load_model_file, require_batch_size
 
@@ -92,7 +94,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
 def _pareto_axes(args: SearchOptions) -> list[str] | None:
     """The axes of a --pareto study (None without it), its --pick rule checked (the rules
     across options were checked by :func:`autotune.settings.resolve`)."""
-    from autotune.study import PickRule, parse_axes
+    from autotune.scoring import PickRule, parse_axes
 
     if not args.pareto:
         return None

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autotune.decide import Decision, finalist_candidates, finalize, study_front
+from autotune.decide import Decision, finalist_candidates, finalize_session, study_front
 from autotune.records import TrialRecord
-from autotune.study import Search, candidates, eager_baseline, grace_s
+from autotune.storage import candidates, eager_baseline, grace_s
+from autotune.study import Search
 from autotune.trials import TrialRunner
 
 
@@ -38,7 +39,6 @@ class Finish:
 
 # The claim a process holds while it writes a study's file (Finish.last_process).
 FILE_CLAIM = "best_config_file"
-ENDED = ("budget met", "space exhausted", "compile does not pay")
 
 
 @dataclass
@@ -81,8 +81,8 @@ def run_study(
         return StudyOutcome(None, records)
     owner, name = session.owner(), search.request.study_name
     if finish.last_process:
-        if search.ended not in ENDED:
-            why = f"the study did not end here ({search.ended}): no file was written"
+        if not search.ended.study_ended:
+            why = f"the study did not end here ({search.ended_text}): no file was written"
             return StudyOutcome(None, records, not_written=why)
         if not session.db(session.records.claim, name, FILE_CLAIM, owner, grace_s()):
             why = "another process of the study is writing the file"
@@ -112,7 +112,7 @@ def _finalize(
     records: list[TrialRecord],
     on_front: Callable[[list[TrialRecord], list[str]], None],
 ) -> Decision:
-    session, request, events = search.session, search.request, search.events
+    session, events = search.session, search.events
     settings = session.settings
     if settings.pareto and finalist_candidates(records, settings):
         on_front(study_front(candidates(records), records, settings.pareto), settings.pareto)
@@ -124,11 +124,7 @@ def _finalize(
         events.on_phase("finalists", f"re-measuring {best}, cold and warm")
     else:
         events.on_phase("deciding", "from the search's measurements")
-    return finalize(
-        request.storage, request.study_name, finish.out, remeasure_finalists=finish.remeasure,
-        deadline=request.deadline, runner=finish.finalist_runner, on_note=events.on_note,
-        device=session.local.device, model_path=session.local.model_path,
-        for_device=finish.for_device, trust_model_path=request.trust_model_path,
-        allow_version_mismatch=request.allow_version_mismatch,
-        allow_unsafe_knobs=session.space.unsafe_knobs,
+    return finalize_session(
+        session, finish.out, remeasure_finalists=finish.remeasure,
+        runner=finish.finalist_runner, for_device=finish.for_device,
     )  # fmt: skip

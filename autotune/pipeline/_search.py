@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from autotune.settings import SearchOptions
     from autotune.study import Search, SearchRequest
 
+# How often a process that joins a study not created yet looks for it.
+JOIN_POLL_S = 2.0
+
 
 def open_search(
     args: SearchOptions, on_note: Callable[[str], None], runners: bool = True
@@ -34,6 +37,34 @@ def open_search(
     device = session.local.device
     resolve_device(device, remedy=NO_CUDA, named=f"The study's device {device}")
     return Search(session, trial_runners(args.jobs, args.trial_host, device))
+
+
+def join_search(
+    request: SearchRequest, jobs: int, trial_host: str, on_note: Callable[[str], None]
+) -> Search:
+    """The search of a process that joins a study (``autotune worker``): its session, which
+    waits for a study not created yet (until the request's deadline), and this process's
+    trial runners on the study's device."""
+    import time
+
+    from autotune.pipeline._device import resolve_device
+    from autotune.study import Events, Search, Session, StudyNotFound
+
+    waiting = False
+    while True:
+        try:
+            session = Session(request, Events(on_note=on_note))
+            break
+        except StudyNotFound:
+            if request.deadline.passed():
+                raise
+        if not waiting:
+            waiting = True
+            on_note(f"waiting for study {request.study_name!r} to be created")
+        time.sleep(min(JOIN_POLL_S, request.deadline.left()))
+    device = session.local.device
+    resolve_device(device, remedy="Run the worker where the study's device is.")
+    return Search(session, trial_runners(jobs, trial_host, device))
 
 
 def effort_line(effort: str, request: SearchRequest) -> str:

@@ -74,7 +74,7 @@ class StudyRows(HasEngine):
 
         Raises:
             StudyRowError: They are not a JSON object (see
-                :func:`autotune.study._settings.settings_from_row` for the check of each
+                :func:`autotune.storage.settings_from_row` for the check of each
                 setting).
         """
         text = self.study_settings_json(name)
@@ -140,7 +140,7 @@ def _locked_settings(conn: sa.Connection, name: str) -> StoredSettings:
 
 class StoredSettings(dict[str, Any]):
     """A study's settings as read from its row: a dict that knows whose they are, so that
-    :meth:`autotune.study.StudySettings.from_dict` names the study when they break a rule."""
+    :meth:`autotune.storage.StudySettings.from_dict` names the study when they break a rule."""
 
     def __init__(self, study: str, settings: dict[str, Any]) -> None:
         super().__init__(settings)

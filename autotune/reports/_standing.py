@@ -9,7 +9,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.records import RecordStore
-from autotune.study import BASELINE_ATTR, METRIC_PREFIX, PRIOR_ATTR
+from autotune.storage import BASELINE_ATTR, METRIC_PREFIX, PRIOR_ATTR
 
 
 @dataclass(frozen=True)

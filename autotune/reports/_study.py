@@ -25,14 +25,13 @@ from autotune.records import (
     Worker,
     redact_url,
 )
-from autotune.study import (
+from autotune.scoring import Objective, scored_trial
+from autotune.storage import (
     PRESET_ATTR,
     PRIOR_ATTR,
-    Objective,
     StudySettings,
     candidates,
     open_optuna_storage,
-    scored_trial,
     settings_from_row,
 )
 

@@ -13,7 +13,8 @@ from autotune._atomic import write_text
 from autotune.records import TrialRecord
 from autotune.reports import study_report
 from autotune.reports._study import StudyData
-from autotune.study import PRIOR_ATTR, candidates, front
+from autotune.scoring import front
+from autotune.storage import PRIOR_ATTR, candidates
 
 if TYPE_CHECKING:
     import optuna

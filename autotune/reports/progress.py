@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.live import Live
 
-    from autotune.study import Events, Objective, Search
+    from autotune.scoring import Objective
+    from autotune.study import Events, Search
 
 POLL_S = 2.0  # the study's counts are read this often, by a thread of the display's own
 _REFRESH_PER_S = 2

@@ -12,7 +12,8 @@ from autotune.records import TrialRecord
 from autotune.reports._format import clip, ms, times
 from autotune.reports._study import StudyData, TrialRow
 from autotune.scope import SCOPE_PARAM, ScopePlan
-from autotune.study import describe_inert, front, inert_in, screened
+from autotune.scoring import front
+from autotune.study import describe_inert, inert_in, screened
 
 _CONFIG_MIN_WIDTH = 30
 
@@ -244,7 +245,7 @@ def pareto(data: StudyData) -> str:
     if not axes:
         return ""
     from autotune.reports.terminal import pareto_table
-    from autotune.study import candidates
+    from autotune.storage import candidates
 
     made = data.decision
     if made is not None and made.front is not None:

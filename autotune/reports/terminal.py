@@ -11,7 +11,8 @@ from autotune.reports._format import calls as _calls
 from autotune.reports._format import clip as _clip
 from autotune.reports._format import ms as _ms
 from autotune.runtime.config import BestConfig
-from autotune.study import Objective, axis_value, break_even_calls, screened
+from autotune.scoring import Objective, axis_value, break_even_calls
+from autotune.study import screened
 
 _BRIEF_WIDTH = 58
 

@@ -1,6 +1,6 @@
 """The rules a setting's value follows, stated once: the value kinds of the settings table
 (:mod:`autotune.settings._kinds`: the command line, ``autotune.tune``'s keywords, a study
-file) and a study's settings read back from its storage (:mod:`autotune.study._settings_check`)
+file) and a study's settings read back from its storage (:mod:`autotune.storage._settings_check`)
 all check with these, in the same words.
 
 Each rule takes a value of its type and returns it, or raises :class:`RuleError` whose message

@@ -21,11 +21,15 @@ from optuna.trial import TrialState
 
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord, redact_url
+from autotune.scoring import Objective, scored_trial
 from autotune.space import SearchSpace, offers
-from autotune.study._attrs import BORROWED_ATTR, PRIOR_ATTR, STUDY_ATTR
-from autotune.study._objective import Objective, scored_trial
-from autotune.study._settings import StudySettings
-from autotune.study._storage import open_optuna_storage
+from autotune.storage import (
+    BORROWED_ATTR,
+    PRIOR_ATTR,
+    STUDY_ATTR,
+    StudySettings,
+    open_optuna_storage,
+)
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,36 @@
-"""Where the sampler has nothing left to give: the space left to search (the knobs shown inert
-left to torch, see :mod:`autotune.study._inert`) measured whole, or draw after draw of
-configurations the study measured before. Reused trials do not count against ``--trials``, so
-without these stops a search whose space collapsed below its budget would draw for ever."""
+"""How a search ends (:class:`Ended`), and where the sampler has nothing left to give: the space
+left to search (the knobs shown inert left to torch, see :mod:`autotune.study._inert`) measured
+whole, or draw after draw of configurations the study measured before. Reused trials do not
+count against ``--trials``, so without these stops a search whose space collapsed below its
+budget would draw for ever."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Collection
 
 from autotune.scope import ScopePlan
 from autotune.study._inert import inert_in, measured_leaving
 from autotune.study._queue import batches
 from autotune.study._session import Session
+
+
+class Ended(enum.Enum):
+    """How a process's search ended (its value is what the worker row and the output say)."""
+
+    NOT_STARTED = "not started"
+    BUDGET_MET = "budget met"
+    SPACE_EXHAUSTED = "space exhausted"
+    COMPILE_DOES_NOT_PAY = "compile does not pay"
+    TIMEOUT = "timeout"
+    FAILED = "failed"  # an exception ended it: Search.ended_text says which
+
+    @property
+    def study_ended(self) -> bool:
+        """The search ended the study, not only this process's part of it: the decision may
+        be made and the file written."""
+        return self in (Ended.BUDGET_MET, Ended.SPACE_EXHAUSTED, Ended.COMPILE_DOES_NOT_PAY)
+
 
 # Sampled trials in a row, in one process, that drew a configuration measured before, after
 # which the search stops: each is drawn at random (see ExploringSampler), so a space with a

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autotune.errors import UsageError
-from autotune.study._settings import StudySettings
+from autotune.storage import StudySettings
 
 
 def model_sha256(path: str | Path) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from autotune.records import TrialRecord
-from autotune.study._attrs import BASELINE_ATTR, BORROWED_ATTR, LEFT_ATTR, PRESET_ATTR
+from autotune.storage import BASELINE_ATTR, BORROWED_ATTR, LEFT_ATTR, PRESET_ATTR
 
 COLLAPSING = ("inductor.", "dynamo.")
 

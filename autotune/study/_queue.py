@@ -10,9 +10,9 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.records import TrialRecord
-from autotune.study._attrs import BASELINE_ATTR, BATCH_ATTR, PRESET_ATTR
+from autotune.scoring import clearly_slower
+from autotune.storage import BASELINE_ATTR, BATCH_ATTR, PRESET_ATTR, StudySettings
 from autotune.study._session import Session
-from autotune.study._settings import StudySettings
 
 BASELINES = ("eager", "default")
 
@@ -101,17 +101,6 @@ def enqueue_presets(session: Session) -> None:
             f"presets: {', '.join(p.name for p in left)} not measured: the budget of "
             f"{session.settings.trials} trials gives at most half of them to presets"
         )
-
-
-# Below this third quartile of its paired rounds, a config ran clearly slower than eager.
-CLEARLY_SLOWER_Q3 = 1.0
-
-
-def clearly_slower(r: TrialRecord) -> bool:
-    """Slower than eager in at least three of four paired rounds (its third quartile below
-    1.0x); False for a trial without paired rounds."""
-    q3 = r.speedup_vs_eager_q3
-    return q3 is not None and q3 < CLEARLY_SLOWER_Q3
 
 
 def _timed(r: TrialRecord) -> bool:

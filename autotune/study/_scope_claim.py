@@ -8,9 +8,8 @@ import time
 
 from autotune._deadline import Deadline
 from autotune.scope import ScopePlan, plan_scopes
+from autotune.storage import StudySettings, grace_s, heartbeat_s, retrying
 from autotune.study._session import Session
-from autotune.study._settings import StudySettings
-from autotune.study._storage import grace_s, heartbeat_s, retrying
 from autotune.trials import TrialRunner
 
 SCOPE_CLAIM = "scope_plan"
@@ -74,7 +73,7 @@ def _probe(session: Session, runner: TrialRunner, deadline: Deadline) -> ScopePl
     return plan_scopes(
         local.model_path, local.device, runner,
         backend=backends[0] if isinstance(backends, list) else backends,
-        budget_s=s.compile_budget_s, seed=s.seed, cache_dir=session.request.cache_dir,
+        budget_s=s.compile_budget_s, seed=s.seed, cache_dir=session.cache_dir,
         workload=s.workload, on_probe=lambda r: events.on_note(f"  probe {r.brief()}"),
         on_target=lambda name: events.on_phase("probing", name), deadline=deadline,
     )  # fmt: skip

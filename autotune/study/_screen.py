@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 
 from autotune.records import TrialRecord
-from autotune.study._records import MEASUREMENTS, candidates
+from autotune.storage import MEASUREMENTS, candidates
 from autotune.trials import MeasureSettings, TrialResult
 
 PRUNED_OBJECTIVES = ("latency", "throughput")

@@ -22,9 +22,9 @@ from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.scope import SCOPE_PARAM
-from autotune.study._attrs import CONSTRAINT_ATTR
+from autotune.storage import CONSTRAINT_ATTR
 from autotune.study._borrow import borrow
-from autotune.study._ends import space_spent
+from autotune.study._ends import Ended, space_spent
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
 from autotune.study._queue import (
@@ -73,7 +73,13 @@ class Search:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.trials = TrialPath(self.session, self.events, self._stopping)
-        self.ended = "not started"
+        self.ended = Ended.NOT_STARTED
+        self.failure = ""  # with Ended.FAILED: the exception that ended it, one line
+
+    @property
+    def ended_text(self) -> str:
+        """How the search ended, as the worker row and the output say it."""
+        return self.failure if self.ended is Ended.FAILED else self.ended.value
 
     @property
     def deadline(self) -> Deadline:
@@ -85,19 +91,17 @@ class Search:
         s = self.session
         s.worker_id, index = s.join()
         seed = s.settings.seed + index
-        self.trials.sampler = ExploringSampler(
-            _sampler(s.settings.sampler, seed, s.settings.trials), seed
-        )
-        s.study.sampler = self.trials.sampler
+        sampler = _sampler(s.settings.sampler, seed, s.settings.trials)
+        self.trials.sampler = s.study.sampler = ExploringSampler(sampler, seed)
         try:
             self._run()
         except BaseException as exc:
             # stored in the database and shown: no password of a URL in the message
-            ended = f"{type(exc).__name__}: {mask_text(str(exc))}" if str(exc) else ""
-            self.ended = ended[:255] or type(exc).__name__
+            failure = f"{type(exc).__name__}: {mask_text(str(exc))}" if str(exc) else ""
+            self.ended, self.failure = Ended.FAILED, failure[:255] or type(exc).__name__
             raise
         finally:
-            s.db(lambda: s.records.stop_worker(s.worker_id, self.ended))
+            s.db(lambda: s.records.stop_worker(s.worker_id, self.ended_text))
         return s.records.trials(self.request.study_name)
 
     def _run(self) -> None:
@@ -109,7 +113,7 @@ class Search:
                 f"the study's budget of {self.session.settings.trials} trials is already met "
                 f"({self.done()} done{elsewhere}): no new trials (raise it with --trials)"
             )
-            self.ended = "budget met"
+            self.ended = Ended.BUDGET_MET
             return
         enqueue_missing_baselines(self.session)
         enqueue_presets(self.session)
@@ -137,7 +141,7 @@ class Search:
             if not isinstance(exc, DeadlineReached):
                 raise
             self.events.note_once(f"stopping: {mask_text(str(exc))}")
-            self.ended = "timeout"
+            self.ended = Ended.TIMEOUT
             return
         if early is not None:
             if self._must_stop():
@@ -155,7 +159,7 @@ class Search:
             with self._lock:  # a local job's ask counts before the next job checks the budget
                 self.session.recover_stale()
                 if self._budget_met():
-                    self.ended = "budget met"
+                    self.ended = Ended.BUDGET_MET
                     return
                 trial = self.session.ask()
             self.trials.run(runner, trial)
@@ -229,14 +233,14 @@ class Search:
             self.events.note_once(
                 f"stopping: the timeout of {self.deadline.timeout_s:g} s is spent"
             )
-            self.ended = "timeout"
+            self.ended = Ended.TIMEOUT
             return True
         if pending_baselines(self.session):
             return False
         why = space_spent(self.session, self.trials.plan, self.trials.repeats)
-        ended = "space exhausted"
+        ended = Ended.SPACE_EXHAUSTED
         if not why:
-            why, ended = compile_does_not_pay(self.session) or "", "compile does not pay"
+            why, ended = compile_does_not_pay(self.session) or "", Ended.COMPILE_DOES_NOT_PAY
         if why:
             self.events.note_once(f"stopping: {why}")
             self.ended = ended

@@ -19,22 +19,26 @@ from optuna.trial import TrialState
 from autotune._deadline import Deadline
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
+from autotune.scoring import DIRECTIONS, Objective
 from autotune.space import SearchSpace, space_from_dict
-from autotune.study._attrs import BASELINE_ATTR, WORKER_ATTR
+from autotune.storage import (
+    BASELINE_ATTR,
+    TELL_REFUSED,
+    WORKER_ATTR,
+    StudySettings,
+    cache_dir_source,
+    default_cache_dir,
+    finished_state,
+    open_optuna_storage,
+    recover_stale,
+    retrying,
+    settle,
+    tell_record,
+)
 from autotune.study._borrow import WarmStart
 from autotune.study._cache import DEFAULT_LIMIT_BYTES, own
 from autotune.study._events import Events
 from autotune.study._identity import device_type, local_settings
-from autotune.study._objective import Objective
-from autotune.study._pareto import DIRECTIONS
-from autotune.study._settings import StudySettings, settle
-from autotune.study._stale import TELL_REFUSED, finished_state, recover_stale, tell_record
-from autotune.study._storage import (
-    cache_dir_source,
-    default_cache_dir,
-    open_optuna_storage,
-    retrying,
-)
 
 # What the study's values are, by objective (and by --pareto axis), for Optuna's tools.
 SCORE_METRICS = {
@@ -113,11 +117,11 @@ class Session:
         self.records = RecordStore(request.storage)
         self.study = open_study(request)
         given = "--cache-dir" if request.cache_dir is not None else None
-        if request.cache_dir is None:
-            request.cache_dir = default_cache_dir(
-                request.study_name, self.study._study_id, request.storage
-            )
-        own(request.cache_dir, given or cache_dir_source())
+        # The kernel cache this process's trials share: the request's, else the study's own.
+        self.cache_dir = request.cache_dir or default_cache_dir(
+            request.study_name, self.study._study_id, request.storage
+        )
+        own(self.cache_dir, given or cache_dir_source())
         self.created = False
         self.settings = self._settle_settings()
         self.local = self._local_settings()
@@ -168,7 +172,7 @@ class Session:
 
     def recover_stale(self) -> None:
         """Trials whose process died are finished from their record or failed and retried
-        (see autotune.study._stale), between this process's trials."""
+        (see autotune.storage._stale), between this process's trials."""
         self.db(recover_stale, self.study, self.records, self.objective, self.settings.pareto)
 
     def running(self) -> list[optuna.trial.FrozenTrial]:

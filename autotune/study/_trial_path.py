@@ -19,7 +19,8 @@ from autotune.records import TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.scope import ScopePlan
 from autotune.space import SearchSpace
-from autotune.study._attrs import (
+from autotune.storage import (
+    ADAPTIVE_FLOOR_S,
     BASELINE_ATTR,
     BATCH_ATTR,
     BORROWED_ATTR,
@@ -27,16 +28,19 @@ from autotune.study._attrs import (
     LEFT_ATTR,
     PRESET_ATTR,
     SCOPE_ATTR,
+    Ran,
+    StudySettings,
+    heartbeat_s,
+    retrying,
+    to_record,
+    trial_key,
 )
 from autotune.study._cache import cache_bytes, prune
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
 from autotune.study._inert import describe, inert_in, sampled
-from autotune.study._records import to_record, trial_key
 from autotune.study._screen import known_code, reuse_timing, screen_seconds, stop_below
 from autotune.study._session import Session
-from autotune.study._settings import ADAPTIVE_FLOOR_S, StudySettings
-from autotune.study._storage import heartbeat_s, retrying
 from autotune.trials import TrialResult, TrialRunner, TrialSpec
 
 BATCH_PARAM = "workload.batch_size"
@@ -121,11 +125,11 @@ class TrialPath:
         self.events.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")
         reused = self._reuse(trial, key)
         if reused is not None:
-            result, duplicate_of = reused
+            (result, duplicate_of), ran = reused, None
         else:
             allowed = trial_budget(self.session, baseline, batch)
             budget = s.request.deadline.budget(allowed)
-            cache = s.request.cache_dir
+            cache = s.cache_dir
             before = self._prune_cache()
             spec = self._spec(config, batch, budget, trial.number)
             if not (baseline or preset or borrowed):  # drawn by the sampler: screened
@@ -138,16 +142,14 @@ class TrialPath:
                     return None
                 result = timed
             duplicate_of = None
-            result.batch_size = batch
-            result.cache_bytes_written = max(0, cache_bytes(cache) - before)
-            result.environment = {**result.environment, "worker": s.worker()}
+            ran = Ran(batch, max(0, cache_bytes(cache) - before), s.worker())
             cut = result.failure_kind == "timeout" and budget < allowed
             if self.stopping.is_set() or cut:
                 return None
             result = within_budgets(result, s.settings)
         return to_record(
             trial.number, trial._trial_id, baseline, config, key, result, duplicate_of,
-            default_speedup(self.session, batch),
+            default_speedup(self.session, batch), ran,
         )  # fmt: skip
 
     def _inert(self, trial: optuna.Trial) -> list[str]:
@@ -218,12 +220,12 @@ class TrialPath:
 
     def _prune_cache(self) -> int:
         """Keeps the kernel cache under its limit; returns the bytes it holds."""
-        request = self.session.request
-        removed, left = prune(request.cache_dir, request.cache_limit_bytes)
+        folder, limit = self.session.cache_dir, self.session.request.cache_limit_bytes
+        removed, left = prune(folder, limit)
         if removed:
             self.events.on_note(
-                f"the kernel cache {request.cache_dir} passed its limit of "
-                f"{request.cache_limit_bytes / 2**30:.1f} GiB: removed {removed / 2**20:.0f} "
+                f"the kernel cache {folder} passed its limit of "
+                f"{limit / 2**30:.1f} GiB: removed {removed / 2**20:.0f} "
                 "MiB of its oldest files"
             )
         return left
@@ -233,7 +235,7 @@ class TrialPath:
     ) -> TrialSpec:
         spec = self.session.local.trial_spec(
             config.to_dict() if config is not None else None,
-            cache_dir=self.session.request.cache_dir,
+            cache_dir=self.session.cache_dir,
             relaxed_numerics=config is not None and self.session.space.relaxes_numerics(config),
             batch_size=batch,
             budget_s=budget,
@@ -287,14 +289,18 @@ def within_budgets(result: TrialResult, settings: StudySettings) -> TrialResult:
         return result
     memory, peak = settings.memory_budget_bytes, result.peak_memory_bytes
     if memory is not None and peak is not None and peak > memory:
-        result.status, result.failure_kind = "failed", "memory_budget"
-        result.error = (
+        why = (
             f"peak memory {peak / 2**20:.0f} MiB exceeds --memory-budget {memory / 2**20:.0f} MiB"
         )
+        return dataclasses.replace(
+            result, status="failed", failure_kind="memory_budget", error=why
+        )
     cap, latency = settings.max_latency_s, result.latency_median_s
-    if result.ok and cap is not None and latency is not None and latency > cap:
-        result.status, result.failure_kind = "failed", "latency_budget"
-        result.error = f"latency {latency * 1e3:.3g} ms exceeds --max-latency-ms {cap * 1e3:g}"
+    if cap is not None and latency is not None and latency > cap:
+        why = f"latency {latency * 1e3:.3g} ms exceeds --max-latency-ms {cap * 1e3:g}"
+        return dataclasses.replace(
+            result, status="failed", failure_kind="latency_budget", error=why
+        )
     return result
 
 

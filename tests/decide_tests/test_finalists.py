@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from autotune.decide._finalists import remeasure
 from autotune.records import TrialRecord
-from autotune.study._settings import StudySettings
+from autotune.storage._settings import StudySettings
 from autotune.trials import MeasureSettings, TrialResult, TrialSpec
 from autotune.trials._spec import DEFAULT_PRECISION
 

@@ -193,8 +193,8 @@ def check_settings(text: Any) -> None:
     """A study's ``settings_json`` row read back; what is read must serve the study: a trial's
     spec and budget, its objective, and the row written again."""
     from autotune.records import StudyRowError
-    from autotune.study import Objective
-    from autotune.study._settings import settings_from_row
+    from autotune.scoring import Objective
+    from autotune.storage._settings import settings_from_row
 
     CASES["settings"] += 1
     with documented("settings", StudyRowError):

@@ -14,7 +14,8 @@ from autotune._deadline import Deadline
 from autotune.pipeline import Finish, run_study
 from autotune.pipeline._run import FILE_CLAIM
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings, model_sha256
+from autotune.storage import StudySettings
+from autotune.study import Ended, Search, SearchRequest, model_sha256
 from autotune.trials import TrialResult, TrialSpec
 
 
@@ -66,7 +67,7 @@ def test_another_process_writing_the_file_is_left_to_it(tmp_path, settings):
     search = Search(SearchRequest("s", storage, settings), Runner())
     assert search.session.records.claim("s", FILE_CLAIM, "another:1:worker9", 60.0)
     outcome = run_study(search, Finish(str(tmp_path / "best.json"), last_process=True))
-    assert search.ended == "budget met"
+    assert search.ended is Ended.BUDGET_MET
     assert outcome.not_written == "another process of the study is writing the file"
     assert not (tmp_path / "best.json").exists()
 

@@ -114,7 +114,7 @@ def test_a_database_written_by_the_first_schema_still_opens_and_gains_the_new_ta
     """tests/fixtures/databases/schema1.db was written by autotune before finalist rounds were
     recorded (commit b8a761a): a study "old" with its eager baseline."""
     from autotune.cli import main
-    from autotune.study import StudySettings
+    from autotune.storage import StudySettings
 
     path = tmp_path / "old.db"
     shutil.copy(Path(__file__).parents[1] / "fixtures" / "databases" / "schema1.db", path)

@@ -76,7 +76,7 @@ def test_the_history_leaves_out_the_priors_a_warm_start_told_and_keeps_trial_num
     import optuna
 
     from autotune.reports.html import _own_trials
-    from autotune.study._attrs import PRIOR_ATTR
+    from autotune.storage._attrs import PRIOR_ATTR
 
     study = optuna.create_study(direction="maximize")
     dist = {"x": optuna.distributions.FloatDistribution(0, 1)}

@@ -69,7 +69,7 @@ def test_a_trial_whose_process_stopped_beating_is_stale(study_storage, monkeypat
     import time
     import warnings
 
-    from autotune.study._storage import open_optuna_storage
+    from autotune.storage._optuna import open_optuna_storage
 
     monkeypatch.setenv("AUTOTUNE_HEARTBEAT_S", "1")
     monkeypatch.setenv("AUTOTUNE_GRACE_S", "1")

@@ -11,8 +11,9 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.reports._standing import standing
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings, WarmStart
-from autotune.study._attrs import BORROWED_ATTR, PRIOR_ATTR
+from autotune.storage import StudySettings
+from autotune.storage._attrs import BORROWED_ATTR, PRIOR_ATTR
+from autotune.study import Search, SearchRequest, WarmStart
 from autotune.trials import TrialResult, TrialSpec
 
 FASTEST = {"fullgraph": True, "dynamic": False}

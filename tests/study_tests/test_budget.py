@@ -8,8 +8,9 @@ import scripted
 import torch
 
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings
-from autotune.study._settings import ADAPTIVE_FLOOR_S
+from autotune.storage import StudySettings
+from autotune.storage._settings import ADAPTIVE_FLOOR_S
+from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -11,7 +11,8 @@ import torch
 
 from autotune.errors import UsageError
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings
+from autotune.storage import StudySettings
+from autotune.study import Search, SearchRequest
 from autotune.study._cache import MARKER, cache_bytes, own, prune
 
 

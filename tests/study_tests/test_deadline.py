@@ -19,7 +19,8 @@ from autotune.decide import finalize
 from autotune.records import RecordStore
 from autotune.scope._probe import Prober, ProbeTarget
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings
+from autotune.storage import StudySettings
+from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -12,8 +12,9 @@ from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
 from autotune.reports import load_study_data, render_report
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings
-from autotune.study._attrs import PRESET_ATTR
+from autotune.storage import StudySettings
+from autotune.storage._attrs import PRESET_ATTR
+from autotune.study import Ended, Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 
@@ -172,7 +173,7 @@ def test_when_default_and_every_preset_run_clearly_slower_nothing_is_sampled(
     search = Search(_request(tmp_path, model_file, space_file, trials=8), runner,
                     on_note=notes.append)  # fmt: skip
     records = search.run()
-    assert search.ended == "compile does not pay"
+    assert search.ended is Ended.COMPILE_DOES_NOT_PAY
     assert len(runner.specs) == 5  # eager, default and the three presets: no sampled trial
     said = "stopping: default torch.compile and all 3 presets ran clearly slower than eager"
     assert any(n.startswith(f"{said} (the best 0.80x") for n in notes), notes
@@ -190,7 +191,7 @@ def test_a_search_that_stops_there_probes_no_part_of_the_model(tmp_path, model_f
     runner = Slower()
     search = Search(request, runner)
     search.run()
-    assert search.ended == "compile does not pay"
+    assert search.ended is Ended.COMPILE_DOES_NOT_PAY
     assert len(runner.specs) == 5 and search.trials.plan is None  # nothing probed
     (tmp_path / "b").mkdir()
     request = dataclasses.replace(request, storage=f"sqlite:///{tmp_path}/b/t.db")
@@ -210,7 +211,7 @@ def test_one_preset_that_pays_or_no_prune_keeps_the_search_going(tmp_path, model
     runner = Slower(fast={"freezing": True})
     search = Search(_request(tmp_path, model_file, space_file, trials=8), runner)
     search.run()
-    assert search.ended != "compile does not pay" and len(runner.specs) > 5
+    assert search.ended is not Ended.COMPILE_DOES_NOT_PAY and len(runner.specs) > 5
     request = _request(tmp_path / "b", model_file, space_file, trials=8)
     request = dataclasses.replace(
         request, settings=dataclasses.replace(request.settings, prune=False)
@@ -219,7 +220,7 @@ def test_one_preset_that_pays_or_no_prune_keeps_the_search_going(tmp_path, model
     runner = Slower()
     search = Search(request, runner)
     search.run()
-    assert search.ended != "compile does not pay" and len(runner.specs) > 5
+    assert search.ended is not Ended.COMPILE_DOES_NOT_PAY and len(runner.specs) > 5
 
 
 def test_no_finalist_is_remeasured_when_every_candidate_ran_clearly_slower(
@@ -273,7 +274,7 @@ def test_a_whole_model_that_fails_everywhere_sends_the_search_to_its_parts(
     runner, notes = WholeModelBreaks(), []
     search = Search(request, runner, on_note=notes.append)
     records = search.run()
-    assert search.ended == "budget met", notes
+    assert search.ended is Ended.BUDGET_MET, notes
     assert not [n for n in notes if "does not pay" in n], notes
     failed = [n for n in notes if n.startswith("the whole model failed")]
     assert failed == [
@@ -327,7 +328,7 @@ def test_a_failed_preset_is_no_evidence_either_way(tmp_path, model_file, space_f
     search = Search(_request(tmp_path, model_file, space_file, trials=8), runner,
                     on_note=notes.append)  # fmt: skip
     search.run()
-    assert search.ended == "compile does not pay" and len(runner.specs) == 5
+    assert search.ended is Ended.COMPILE_DOES_NOT_PAY and len(runner.specs) == 5
     assert [n for n in notes if n.startswith("stopping: ")] == [
         "stopping: of default torch.compile and all 3 presets, 3 ran, each clearly slower than "
         "eager, and 1 failed (1 compile_error (InductorError: boom)), which says nothing of "
@@ -343,4 +344,4 @@ def test_a_failed_preset_is_no_evidence_either_way(tmp_path, model_file, space_f
     runner = SlowerOrFailing({"freezing": True})
     search = Search(request, runner)
     search.run()
-    assert search.ended != "compile does not pay" and search.trials.plan is not None
+    assert search.ended is not Ended.COMPILE_DOES_NOT_PAY and search.trials.plan is not None

@@ -11,8 +11,9 @@ import torch
 from autotune.records import RecordStore, TrialRecord
 from autotune.reports import terminal
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings, candidates
-from autotune.study._attrs import BASELINE_ATTR, PRESET_ATTR
+from autotune.storage import StudySettings, candidates
+from autotune.storage._attrs import BASELINE_ATTR, PRESET_ATTR
+from autotune.study import Search, SearchRequest
 from autotune.study._screen import known_code, stop_below
 from autotune.trials import TrialResult, TrialSpec
 

@@ -11,7 +11,8 @@ from autotune.decide import best_config
 from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.space import load_space
-from autotune.study import BASELINE_ATTR, Search, SearchRequest, StudySettings
+from autotune.storage import BASELINE_ATTR, StudySettings
+from autotune.study import Ended, Search, SearchRequest
 from autotune.study._ends import REPEATS
 from autotune.trials import TrialResult, TrialSpec
 
@@ -124,7 +125,7 @@ def test_a_duplicate_does_not_count_and_the_next_proposal_is_random(request_for,
     request.deadline = Deadline.after(120)  # without exploring, the loop would spin to here
     search = Search(request, runner)
     records = search.run()
-    assert search.ended == "budget met"
+    assert search.ended is Ended.BUDGET_MET
     searched = [r for r in records if r.baseline is None]
     measured = [r for r in searched if r.duplicate_of is None]
     assert len(measured) == len({r.config_hash for r in measured}) == 3
@@ -257,7 +258,7 @@ def test_drawing_only_measured_configurations_stops_the_search(request_for):
     runner = TableRunner()
     search = Search(request_for(trials=50), runner, on_note=notes.append)
     records = search.run()
-    assert search.ended == "space exhausted" and runner.specs == []  # nothing compiled again
+    assert search.ended is Ended.SPACE_EXHAUSTED and runner.specs == []  # nothing compiled again
     assert sum(r.duplicate_of is not None for r in records) == REPEATS
     assert [n for n in notes if n.startswith("stopping: ")] == [
         f"stopping: the last {REPEATS} configurations drawn had all been measured (the space "

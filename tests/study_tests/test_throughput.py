@@ -14,7 +14,8 @@ from autotune.decide import best_config
 from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings
+from autotune.storage import StudySettings
+from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 SPEEDUPS = {  # (fullgraph, batch size) -> speedup over eager at that batch size

@@ -11,7 +11,8 @@ import torch
 
 from autotune.decide import finalize
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest, StudySettings
+from autotune.storage import StudySettings
+from autotune.study import Search, SearchRequest
 from autotune.study import _search as search_module
 from autotune.study._identity import model_sha256
 from autotune.trials import TrialResult, TrialSpec

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from autotune.records import StudyRowError
-from autotune.study import StudySettings
-from autotune.study._settings import settings_from_row
-from autotune.study._settings_check import MEASURE_RULES, RULES
+from autotune.storage import StudySettings
+from autotune.storage._settings import settings_from_row
+from autotune.storage._settings_check import MEASURE_RULES, RULES
 from autotune.trials import MeasureSettings
 
 STUDY = "resnet-cpu"

@@ -17,9 +17,8 @@ from typing import Any
 from autotune.errors import UsageError
 from autotune.records import shown
 from autotune.scope import ScopePlan
+from autotune.scoring import OBJECTIVES, Objective, PickRule, parse_axes
 from autotune.settings import pareto_problems, rules
-from autotune.study._objective import OBJECTIVES, Objective
-from autotune.study._pareto import PickRule, parse_axes
 from autotune.trials import MeasureSettings
 
 Check = Callable[[Any], None]  # raises rules.RuleError saying what is wrong
@@ -132,8 +131,8 @@ MEASURE_RULES: dict[str, Check] = {
     "stop_below": _optional(_number(rules.positive_float)),
     "screen_seconds": _optional(_number(rules.positive_float)),
 }
-# One rule per setting of StudySettings (tests/study_tests/test_settings_rows.py holds them
-# to the dataclass); the command line's option for each is in autotune.study._settings.OPTIONS.
+# One rule per setting of StudySettings (tests/storage_tests/test_settings_rows.py holds them
+# to the dataclass); the option that sets each is in autotune.settings.LABELS.
 RULES: dict[str, Check] = {
     "model_path": _text,
     "device": _string(rules.device),

@@ -6,7 +6,7 @@ import optuna
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from autotune.study._storage import retrying, transient
+from autotune.storage._optuna import retrying, transient
 
 
 def _raised(make):
@@ -83,7 +83,7 @@ def test_a_full_disk_or_a_damaged_file_is_said_at_once_not_waited_out(message):
 
 
 def test_retrying_calls_again_until_it_works_and_reports_each_failure(monkeypatch):
-    monkeypatch.setattr("autotune.study._storage.time.sleep", lambda s: None)
+    monkeypatch.setattr("autotune.storage._optuna.time.sleep", lambda s: None)
     calls, heard = [], []
 
     def flaky():

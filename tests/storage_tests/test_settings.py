@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from autotune.errors import UsageError
-from autotune.study import CHANGEABLE, StudySettings, settle
+from autotune.storage import CHANGEABLE, StudySettings, settle
 from autotune.trials import MeasureSettings
 
 STORED = StudySettings(

@@ -9,7 +9,7 @@ from typing import Any
 from autotune.errors import UsageError
 from autotune.records import SETTINGS_REMEDY, SETTINGS_ROW, StudyRowError, settings_dict
 from autotune.settings import CHANGEABLE, DEFAULT, LABELS, changeable_options
-from autotune.study._settings_check import measure_settings, setting_problems
+from autotune.storage._settings_check import measure_settings, setting_problems
 from autotune.trials import MeasureSettings, TrialSpec
 
 # The adaptive budget never stops a trial sooner than this: a small model's default compile

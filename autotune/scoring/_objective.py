@@ -18,15 +18,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import optuna
 
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 
-if TYPE_CHECKING:
-    from autotune.study._settings import StudySettings
+
+class ObjectiveSettings(Protocol):
+    """What a study's settings say of its objective (``StudySettings`` has these)."""
+
+    @property
+    def objective(self) -> str: ...
+    @property
+    def calls(self) -> int | None: ...
+    @property
+    def batch_sizes(self) -> list[int] | None: ...
+    @property
+    def max_latency_s(self) -> float | None: ...
+
 
 OBJECTIVES = ("latency", "throughput", "amortized")
 
@@ -75,7 +86,7 @@ class Objective:
             )
 
     @classmethod
-    def of(cls, settings: StudySettings) -> Objective:
+    def of(cls, settings: ObjectiveSettings) -> Objective:
         """The objective a study's settings describe."""
         return cls(
             settings.objective, settings.calls, settings.batch_sizes, settings.max_latency_s
@@ -158,3 +169,14 @@ def scored_trial(
         value=objective.score(record) or 0.0,
         user_attrs=user_attrs,
     )
+
+
+# Below this third quartile of its paired rounds, a config ran clearly slower than eager.
+CLEARLY_SLOWER_Q3 = 1.0
+
+
+def clearly_slower(r: TrialRecord) -> bool:
+    """Slower than eager in at least three of four paired rounds (its third quartile below
+    1.0x); False for a trial without paired rounds."""
+    q3 = r.speedup_vs_eager_q3
+    return q3 is not None and q3 < CLEARLY_SLOWER_Q3

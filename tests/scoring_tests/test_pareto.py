@@ -13,9 +13,11 @@ from autotune.decide import pick_from_front
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.reports.terminal import pareto_table, summary
+from autotune.scoring import PickRule, front, parse_axes
+from autotune.scoring._pareto import optuna_values
 from autotune.space import load_space
-from autotune.study import PickRule, Search, SearchRequest, StudySettings, front, parse_axes
-from autotune.study._pareto import optuna_values
+from autotune.storage import StudySettings
+from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 AXES = ["latency", "compile"]

@@ -11,10 +11,9 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.records import RecordStore, TrialRecord
-from autotune.study._attrs import CONSTRAINT_ATTR, METRIC_PREFIX, WORKER_ATTR
-from autotune.study._objective import Objective
-from autotune.study._pareto import optuna_values
-from autotune.study._storage import grace_s
+from autotune.scoring import Objective, optuna_values
+from autotune.storage._attrs import CONSTRAINT_ATTR, METRIC_PREFIX, WORKER_ATTR
+from autotune.storage._optuna import grace_s
 
 # What Optuna raises when told to finish a trial that is finished already.
 TELL_REFUSED = (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError)

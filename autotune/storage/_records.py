@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from autotune.records import TrialRecord
@@ -37,6 +37,16 @@ def trial_key(config: CompileConfig | None, batch_size: int | None = None) -> st
     return key if batch_size is None else f"{key}@{batch_size}"
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What the process that ran a trial knows of it beside the trial's own result: the batch
+    size it asked for, the bytes the trial added to the kernel cache, the worker it ran in."""
+
+    batch_size: int | None
+    cache_bytes_written: int
+    worker: dict[str, Any]
+
+
 def to_record(
     number: int,
     optuna_trial_id: int | None,
@@ -46,8 +56,15 @@ def to_record(
     result: TrialResult,
     duplicate_of: int | None,
     default_speedup: float | None,
+    ran: Ran | None = None,
 ) -> TrialRecord:
-    """One record: the config, how the trial ended, its measurements and where it ran."""
+    """One record: the config, how the trial ended, its measurements and where it ran (what
+    the running process knew of it, ``ran``, beside the trial's own result; a reused result
+    carries its source's)."""
+    if ran is not None:
+        environment = {**result.environment, "worker": ran.worker}
+        result = replace(result, batch_size=ran.batch_size, environment=environment,
+                         cache_bytes_written=ran.cache_bytes_written)  # fmt: skip
     measured = measurements(result)
     return TrialRecord(
         trial_number=number,

@@ -1,0 +1,65 @@
+"""A study as stored: Optuna's storage opened with autotune's heartbeat and retries, the names of
+the attributes autotune writes on Optuna's trials, the study's settings row (``StudySettings``:
+checked when read, settled against a resumed run's), a trial's record, and the recovery of
+trials whose process died. The search loop (:mod:`autotune.study`) and the decision
+(:mod:`autotune.decide`) both read and write the study through these."""
+
+from autotune.storage._attrs import (
+    BASELINE_ATTR,
+    BATCH_ATTR,
+    BORROWED_ATTR,
+    CONSTRAINT_ATTR,
+    KEY_ATTR,
+    LEFT_ATTR,
+    METRIC_PREFIX,
+    PRESET_ATTR,
+    PRIOR_ATTR,
+    SCOPE_ATTR,
+    STUDY_ATTR,
+    WORKER_ATTR,
+)
+from autotune.storage._optuna import (
+    cache_dir_source,
+    default_cache_dir,
+    grace_s,
+    heartbeat_s,
+    open_optuna_storage,
+    retrying,
+    transient,
+)
+from autotune.storage._records import (
+    EAGER_HASH,
+    MEASUREMENTS,
+    Ran,
+    candidates,
+    eager_baseline,
+    eager_baselines,
+    measurements,
+    pooled_measurements,
+    to_record,
+    trial_key,
+)
+from autotune.storage._settings import (
+    ADAPTIVE_FLOOR_S,
+    CHANGEABLE,
+    StudySettings,
+    settings_from_row,
+    settle,
+)
+from autotune.storage._stale import (
+    TELL_REFUSED,
+    finished_state,
+    metric_attrs,
+    recover_stale,
+    tell_record,
+)
+
+__all__ = [
+    "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "BORROWED_ATTR", "CHANGEABLE",
+    "CONSTRAINT_ATTR", "EAGER_HASH", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS", "METRIC_PREFIX",
+    "PRESET_ATTR", "PRIOR_ATTR", "Ran", "SCOPE_ATTR", "STUDY_ATTR", "TELL_REFUSED", "WORKER_ATTR",
+    "StudySettings", "cache_dir_source", "candidates", "default_cache_dir", "eager_baseline",
+    "eager_baselines", "finished_state", "grace_s", "heartbeat_s", "measurements", "metric_attrs",
+    "open_optuna_storage", "pooled_measurements", "recover_stale", "retrying", "settings_from_row",
+    "settle", "tell_record", "to_record", "transient", "trial_key",
+]  # fmt: skip
