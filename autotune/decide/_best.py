@@ -31,7 +31,11 @@ def best_config(
     gives way to the default compile."""
     objective = Objective.of(settings)
     fresh = {f.searched.trial_number: f for f in finalists or [] if f.ok}
-    pool = finalist_records(finalists, settings.warm_start) if finalists else candidates(records)
+    pool = (
+        finalist_records(finalists, settings.charge_warm_compile)
+        if finalists
+        else candidates(records)
+    )
     pool = [r for r in pool if objective.score(r) is not None]
     if not pool:
         return do_not_compile(records, settings, study, storage, why_none(records), None)

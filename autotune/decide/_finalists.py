@@ -43,9 +43,9 @@ class Finalist:
     def ok(self) -> bool:
         return self.cold.ok and self.warm.ok
 
-    def record(self, warm_start: bool = False) -> TrialRecord:
+    def record(self, charge_warm_compile: bool = False) -> TrialRecord:
         """The search record with the fresh measurements (compile: cold, or warm)."""
-        compile_s = (self.warm if warm_start else self.cold).compile_time_s
+        compile_s = (self.warm if charge_warm_compile else self.cold).compile_time_s
         return dataclasses.replace(
             self.searched,
             compile_time_s=compile_s,
@@ -53,10 +53,12 @@ class Finalist:
         )
 
 
-def finalist_records(finalists: list[Finalist], warm_start: bool = False) -> list[TrialRecord]:
+def finalist_records(
+    finalists: list[Finalist], charge_warm_compile: bool = False
+) -> list[TrialRecord]:
     """The measured finalists' records, their speedup over default torch.compile taken from
     the default's own fresh measurements (through eager, as in the search)."""
-    done = [f.record(warm_start) for f in finalists if f.ok]
+    done = [f.record(charge_warm_compile) for f in finalists if f.ok]
     default = next((r for r in done if r.baseline == "default"), None)
     if default is None or not default.speedup_vs_eager:
         return [dataclasses.replace(r, speedup_vs_default=None) for r in done]

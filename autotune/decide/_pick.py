@@ -69,7 +69,11 @@ def pick_from_front(
     assert axes, "pick_from_front is for --pareto studies"
     objective = Objective()  # the gates judge speed
     fresh = {f.searched.trial_number: f for f in finalists or [] if f.ok}
-    pool = finalist_records(finalists, settings.warm_start) if finalists else candidates(records)
+    pool = (
+        finalist_records(finalists, settings.charge_warm_compile)
+        if finalists
+        else candidates(records)
+    )
     points = study_front(pool, records, axes)
 
     def eager_wins(reason: str, best: TrialRecord | None = None) -> Picked:

@@ -66,7 +66,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         preset_finalists=args.preset_finalists,
         prune=args.prune,
         pick=args.pick,
-        warm_start=args.charge_warm_compile,
+        charge_warm_compile=args.charge_warm_compile,
         batch_sizes=batch_sizes,
         max_latency_s=max_latency_s,
         model_sha256=model_sha256(model),
@@ -75,14 +75,14 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     given = frozenset(SETTINGS_OF[name] for name in args.given if name in SETTINGS_OF)
-    warm_start = None
+    start_from = None
     if args.start_from:
-        from autotune.study import WarmStart
+        from autotune.study import StartFrom
 
-        warm_start = WarmStart(args.start_from, args.start_from_storage, args.start_from_top)
+        start_from = StartFrom(args.start_from, args.start_from_storage, args.start_from_top)
     return SearchRequest(
         study, args.storage, settings, given=given,
-        deadline=deadline or Deadline(), warm_start=warm_start,
+        deadline=deadline or Deadline(), start_from=start_from,
         cache_dir=args.cache_dir, cache_limit_bytes=args.cache_limit,
         device=args.device and device, model_path=str(model),
         trust_model_path=args.trust_model_path,

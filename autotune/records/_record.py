@@ -6,7 +6,6 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from autotune.runtime.config import current_metric_names
 from autotune.trials import FAILURE_KINDS, TrialFigures
 
 STATUSES = ("ok", "failed")
@@ -61,9 +60,8 @@ class TrialRecord(TrialFigures):
     @property
     def per_shape(self) -> list[dict[str, Any]]:
         """Over a shape distribution, each input's figures (``inputs``, ``latency_median_s``,
-        ``eager_latency_median_s``, ``speedup_vs_eager``), named so also where a study recorded
-        them before each quantity had one name; empty otherwise."""
-        return [current_metric_names(s) for s in self.result.get("per_shape") or []]
+        ``eager_latency_median_s``, ``speedup_vs_eager``); empty otherwise."""
+        return list(self.result.get("per_shape") or [])
 
     @property
     def pruned(self) -> bool:

@@ -11,7 +11,7 @@ from autotune._secrets import mask_url
 from autotune.reports._format import calls, ms, times
 from autotune.reports.study_report import fit
 from autotune.runtime import safety as _safety
-from autotune.runtime.config import BestConfig, CompileConfig, current_metric_names
+from autotune.runtime.config import BestConfig, CompileConfig
 
 _DYNAMIC = {
     None: "torch's default: static first, dynamic after a shape changes",
@@ -41,7 +41,7 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
         "compile": None,
         "knobs": [],
         "workload": dict(best.workload),
-        "claims": current_metric_names(best.metrics),
+        "claims": dict(best.metrics),
         "tuned_on": dict(best.environment),
         "source": _source(best.source),
         "model": dict(best.model),

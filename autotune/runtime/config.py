@@ -67,21 +67,6 @@ def _autotune_version() -> str:
     return __version__
 
 
-# Two figures older files name otherwise (written before 2026-11-26); a trial's result, a
-# record, a file and every report now give each quantity the result's name.
-FORMER_METRIC_NAMES = {
-    "latency_median_s": "latency_s",
-    "eager_latency_median_s": "eager_latency_s",
-}
-
-
-def current_metric_names(figures: Mapping[str, Any]) -> dict[str, Any]:
-    """``figures`` with the former names of :data:`FORMER_METRIC_NAMES` replaced by today's
-    (a per-shape figure a study recorded before they were renamed)."""
-    current = {former: name for name, former in FORMER_METRIC_NAMES.items()}
-    return {current.get(key, key): value for key, value in figures.items()}
-
-
 @dataclass
 class BestConfig:
     """The best-config file: the decision, the winning config, and where it was measured.
@@ -92,8 +77,7 @@ class BestConfig:
         config: The winning config; ``None`` exactly when the decision is ``do_not_compile``.
         config_hash: ``config.config_hash()``; filled in when left ``None``.
         metrics: Free-form numbers (``latency_median_s``, ``speedup_vs_eager``, ...), named as
-            a trial's result names them; read them with :meth:`metric`, which also knows the
-            former names older files use (:data:`FORMER_METRIC_NAMES`).
+            a trial's result names them; read them with :meth:`metric`.
         environment: The environment fingerprint the search ran in.
         model: The model fingerprint (``sha256``, ``parameters``, ``root_class``, ...).
         workload: What was measured (``kind``, ``device``, ``shapes``, ...).
@@ -134,13 +118,8 @@ class BestConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def metric(self, name: str) -> float | int | None:
-        """The figure ``name`` of :attr:`metrics`, or None; a file written before each quantity
-        had one name holds some under their former name (:data:`FORMER_METRIC_NAMES`), read
-        as written: its signature covers them."""
-        if name in self.metrics:
-            return self.metrics[name]
-        former = FORMER_METRIC_NAMES.get(name)
-        return self.metrics.get(former) if former else None
+        """The figure ``name`` of :attr:`metrics`, or None."""
+        return self.metrics.get(name)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, ``schema_version`` first."""

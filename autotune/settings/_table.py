@@ -269,7 +269,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--charge-warm-compile",
         default=False,
-        field="warm_start",
+        field="charge_warm_compile",
         changeable=True,
         action="store_true",
         help=(

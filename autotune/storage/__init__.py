@@ -7,7 +7,6 @@ trials whose process died. The search loop (:mod:`autotune.study`) and the decis
 from autotune.storage._attrs import (
     BASELINE_ATTR,
     BATCH_ATTR,
-    BORROWED_ATTR,
     CONSTRAINT_ATTR,
     KEY_ATTR,
     LEFT_ATTR,
@@ -15,7 +14,8 @@ from autotune.storage._attrs import (
     PRESET_ATTR,
     PRIOR_ATTR,
     SCOPE_ATTR,
-    STUDY_ATTR,
+    START_FROM_ATTR,
+    STARTED_FROM_ATTR,
     WORKER_ATTR,
 )
 from autotune.storage._optuna import (
@@ -55,11 +55,12 @@ from autotune.storage._stale import (
 )
 
 __all__ = [
-    "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "BORROWED_ATTR", "CHANGEABLE",
-    "CONSTRAINT_ATTR", "EAGER_HASH", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS", "METRIC_PREFIX",
-    "PRESET_ATTR", "PRIOR_ATTR", "Ran", "SCOPE_ATTR", "STUDY_ATTR", "TELL_REFUSED", "WORKER_ATTR",
-    "StudySettings", "cache_dir_source", "candidates", "default_cache_dir", "eager_baseline",
-    "eager_baselines", "finished_state", "grace_s", "heartbeat_s", "measurements", "metric_attrs",
-    "open_optuna_storage", "pooled_measurements", "recover_stale", "retrying", "settings_from_row",
-    "settle", "tell_record", "to_record", "transient", "trial_key",
+    "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "CHANGEABLE", "CONSTRAINT_ATTR",
+    "EAGER_HASH", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS", "METRIC_PREFIX", "PRESET_ATTR",
+    "PRIOR_ATTR", "SCOPE_ATTR", "STARTED_FROM_ATTR", "START_FROM_ATTR", "TELL_REFUSED",
+    "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
+    "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",
+    "measurements", "metric_attrs", "open_optuna_storage", "pooled_measurements", "recover_stale",
+    "retrying", "settings_from_row", "settle", "tell_record", "to_record", "transient",
+    "trial_key",
 ]  # fmt: skip

@@ -13,8 +13,8 @@ PRESET_ATTR = "autotune.preset"  # the space preset a trial measures
 WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that runs a trial
 METRIC_PREFIX = "autotune."  # the user attributes of metric_attrs
 CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
-BORROWED_ATTR = "autotune.borrowed_from"  # "STUDY#N": a queued config of an earlier study
+START_FROM_ATTR = "autotune.start_from"  # "STUDY#N": a queued config of an earlier study
 PRIOR_ATTR = "autotune.prior"  # an earlier study's result told to the sampler, not measured here
 
 # On the study
-STUDY_ATTR = "autotune.warm_started_from"  # borrowed once
+STARTED_FROM_ATTR = "autotune.started_from"  # queued once

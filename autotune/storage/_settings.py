@@ -55,7 +55,7 @@ class StudySettings:
     prune: bool = DEFAULT["prune"]
     pick: str | None = None  # --pareto: the rule that picks from the front
     # Amortized/--pick: charge the warm compile, not the cold one.
-    warm_start: bool = DEFAULT["charge_warm_compile"]
+    charge_warm_compile: bool = DEFAULT["charge_warm_compile"]
     batch_sizes: list[int] | None = None  # --objective throughput: the batch sizes searched
     max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
     model_sha256: str | None = None  # the model file's content when the study was created

@@ -157,7 +157,7 @@ RULES: dict[str, Check] = {
     "preset_finalists": _choice(rules.PRESET_FINALISTS),
     "prune": _flag,
     "pick": _optional(_pick),
-    "warm_start": _flag,
+    "charge_warm_compile": _flag,
     "batch_sizes": _optional(_batch_sizes),
     "max_latency_s": _optional(_number(rules.positive_float)),
     "accuracy": _optional(_string(rules.accuracy)),

@@ -8,7 +8,6 @@ what ships beside the file.
 
 from __future__ import annotations
 
-from autotune.study._borrow import WarmStart
 from autotune.study._ends import Ended
 from autotune.study._events import Events
 from autotune.study._identity import (
@@ -22,6 +21,7 @@ from autotune.study._inert import inert_in, inert_knobs
 from autotune.study._screen import screened
 from autotune.study._search import Search, SearchRequest, StudyNotFound
 from autotune.study._session import Session
+from autotune.study._start_from import StartFrom
 
 __all__ = [
     "Ended",
@@ -30,7 +30,7 @@ __all__ = [
     "SearchRequest",
     "Session",
     "StudyNotFound",
-    "WarmStart",
+    "StartFrom",
     "describe_inert",
     "inert_in",
     "inert_knobs",

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from autotune.records import TrialRecord
-from autotune.storage import BASELINE_ATTR, BORROWED_ATTR, LEFT_ATTR, PRESET_ATTR
+from autotune.storage import BASELINE_ATTR, LEFT_ATTR, PRESET_ATTR, START_FROM_ATTR
 
 COLLAPSING = ("inductor.", "dynamo.")
 
@@ -22,7 +22,7 @@ COLLAPSING = ("inductor.", "dynamo.")
 def sampled(trial: Any) -> bool:
     """Whether the sampler drew ``trial`` (an Optuna trial): not a baseline, a preset or a
     config borrowed from an earlier study."""
-    return not any(a in trial.user_attrs for a in (BASELINE_ATTR, PRESET_ATTR, BORROWED_ATTR))
+    return not any(a in trial.user_attrs for a in (BASELINE_ATTR, PRESET_ATTR, START_FROM_ATTR))
 
 
 def sampled_params(trials: Iterable[Any]) -> dict[int, dict[str, Any]]:

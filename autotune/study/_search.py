@@ -23,7 +23,6 @@ from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.scope import SCOPE_PARAM
 from autotune.storage import CONSTRAINT_ATTR
-from autotune.study._borrow import borrow
 from autotune.study._ends import Ended, space_spent
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
@@ -37,6 +36,7 @@ from autotune.study._queue import (
 )
 from autotune.study._scope_claim import settle_scope_plan
 from autotune.study._session import SearchRequest, Session, StudyNotFound
+from autotune.study._start_from import start_from_earlier
 from autotune.study._trial_path import TrialPath
 from autotune.trials import TrialRunner, kill_all_trials, tracked
 
@@ -117,11 +117,11 @@ class Search:
             return
         enqueue_missing_baselines(self.session)
         enqueue_presets(self.session)
-        if self.request.warm_start is not None:
+        if self.request.start_from is not None:
             s = self.session
             scope = SCOPE_PARAM if s.settings.scope == "search" else None
             s.db(
-                borrow, s.study, s.space, s.settings, scope, self.request.warm_start,
+                start_from_earlier, s.study, s.space, s.settings, scope, self.request.start_from,
                 self.request.storage, self.events.on_note,
             )  # fmt: skip
         early: optuna.Trial | None = None  # a search trial asked before the scope plan is known

@@ -35,10 +35,10 @@ from autotune.storage import (
     settle,
     tell_record,
 )
-from autotune.study._borrow import WarmStart
 from autotune.study._cache import DEFAULT_LIMIT_BYTES, own
 from autotune.study._events import Events
 from autotune.study._identity import device_type, local_settings
+from autotune.study._start_from import StartFrom
 
 # What the study's values are, by objective (and by --pareto axis), for Optuna's tools.
 SCORE_METRICS = {
@@ -87,7 +87,7 @@ class SearchRequest:
             counts only for knobs named here.
         allow_version_mismatch: Join even if this torch or triton differs from the study's.
         cache_limit_bytes: Past this, the kernel cache's oldest files are removed.
-        warm_start: An earlier study to start from (``--start-from``), borrowed once.
+        start_from: An earlier study to start from (``--start-from``), queued once.
     """
 
     study_name: str
@@ -102,7 +102,7 @@ class SearchRequest:
     allow_version_mismatch: bool = False
     allow_unsafe_knobs: tuple[str, ...] = ()
     cache_limit_bytes: int = DEFAULT_LIMIT_BYTES
-    warm_start: WarmStart | None = None
+    start_from: StartFrom | None = None
 
 
 class Session:

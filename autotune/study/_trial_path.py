@@ -23,11 +23,11 @@ from autotune.storage import (
     ADAPTIVE_FLOOR_S,
     BASELINE_ATTR,
     BATCH_ATTR,
-    BORROWED_ATTR,
     KEY_ATTR,
     LEFT_ATTR,
     PRESET_ATTR,
     SCOPE_ATTR,
+    START_FROM_ATTR,
     Ran,
     StudySettings,
     heartbeat_s,
@@ -119,7 +119,7 @@ class TrialPath:
                 "reach the database; it is left to the retry that process queued"
             )
             return None
-        preset, borrowed = trial.user_attrs.get(PRESET_ATTR), trial.user_attrs.get(BORROWED_ATTR)
+        preset, borrowed = trial.user_attrs.get(PRESET_ATTR), trial.user_attrs.get(START_FROM_ATTR)
         label = f"[{baseline}] " if baseline else (f"[preset {preset}] " if preset else "")
         label = f"[from {borrowed}] " if borrowed and not label else label
         self.events.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")

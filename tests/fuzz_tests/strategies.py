@@ -482,7 +482,7 @@ STUDY_KEYS = (
     "study", "compile_budget", "measure_seconds", "batch_sizes", "prune", "save_cache",
     "allow_numerics_changes", "cache_limit", "memory_budget", "precision", "effort", "help",
     "debug", "quiet", "no_worker", "remeasure", "pareto-axes", "trial_host", "jobs", "calls",
-    "max_latency_ms", "storage", "out", "pick", "warm_start", "timeout", "accuracy",
+    "max_latency_ms", "storage", "out", "pick", "charge_warm_compile", "timeout", "accuracy",
     "charge_warm_compile", "start_from",
 )  # fmt: skip
 STUDY_WORDS = (
@@ -580,7 +580,7 @@ SETTINGS_KEYS = (
     "model_path", "device", "space", "space_hash", "torch_version", "workload", "seed",
     "compile_budget_s", "compile_budget_factor", "measure", "sampler", "scope", "scope_plan",
     "objective", "calls", "memory_budget_bytes", "pareto", "finalist_precision", "trials",
-    "finalists", "preset_finalists", "prune", "pick", "warm_start", "batch_sizes",
+    "finalists", "preset_finalists", "prune", "pick", "charge_warm_compile", "batch_sizes",
     "max_latency_s", "model_sha256", "triton_version", "accuracy", "warmup", "min_rounds",
     "max_rounds", "target_seconds", "precision", "max_seconds", "stop_below", "screen_seconds",
     "candidates", "probes", "tree",
@@ -623,7 +623,7 @@ def settings_documents() -> list[dict[str, Any]]:
     rows = [
         StudySettings(**base, scope_plan=plan, measure=MeasureSettings(precision=0.02)),
         StudySettings(**base, objective="throughput", batch_sizes=[1, 8], max_latency_s=0.02),
-        StudySettings(**base, objective="amortized", calls=1000, warm_start=True),
+        StudySettings(**base, objective="amortized", calls=1000, charge_warm_compile=True),
         StudySettings(**base, pareto=["latency", "compile"], pick="fastest,compile<=60"),
         StudySettings(**base, accuracy="max_abs<=0.01,cosine>=0.999"),
     ]

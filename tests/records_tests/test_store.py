@@ -223,24 +223,6 @@ def test_settle_study_setting_keeps_the_first_write(store):
     assert store.study_settings("settled") == {"a": 1, "plan": {"v": 1}}
 
 
-def test_per_shape_figures_recorded_before_the_rename_read_by_todays_names(
-    store: RecordStore,
-) -> None:
-    """Rows of 2026-11-25 and before name a shape's latencies ``latency_s`` and
-    ``eager_latency_s``; reports read every row by the names trials give them today."""
-    old = {"inputs": "(4x16:float32)", "latency_s": 1e-3, "eager_latency_s": 2e-3,
-           "speedup_vs_eager": 2.0}  # fmt: skip
-    record = TrialRecord(0, config={}, config_hash="h", brief="", status="ok",
-                         result={"per_shape": [old]})  # fmt: skip
-    store.add_trial("s", record)
-    (read,) = store.trials("s")
-    assert read.per_shape == [{"inputs": "(4x16:float32)", "latency_median_s": 1e-3,
-                               "eager_latency_median_s": 2e-3,
-                               "speedup_vs_eager": 2.0}]  # fmt: skip
-    assert read.result["per_shape"] == [old]  # the row stays as written
-    assert TrialRecord(1, config={}, config_hash="g", brief="", status="ok").per_shape == []
-
-
 def test_a_trial_that_compiled_no_graph_does_not_count_against_the_budget(
     store: RecordStore,
 ) -> None:

@@ -72,7 +72,7 @@ def test_headless_chromium_draws_every_plot_offline(page):
     assert done.stdout.count('class="main-svg"') >= 6
 
 
-def test_the_history_leaves_out_the_priors_a_warm_start_told_and_keeps_trial_numbers():
+def test_the_history_leaves_out_the_priors_a_start_from_told_and_keeps_trial_numbers():
     import optuna
 
     from autotune.reports.html import _own_trials

@@ -257,6 +257,6 @@ def test_the_rule_is_applied_to_the_finalists_cold_compiles_and_pooled_speedups(
     assert picked.best.metrics["speedup_vs_eager_q3"] == pytest.approx(1.31)
     assert picked.best.metrics["cold_compile_time_s"] == 3.5
     assert picked.best.metrics["speedup_vs_default"] == pytest.approx(1.25 / 1.06)
-    warm_start = replace(settings, warm_start=True)
-    warm = pick_from_front(RECORDS, warm_start, "s", "x", rule, finalists=finalists)
+    charging = replace(settings, charge_warm_compile=True)
+    warm = pick_from_front(RECORDS, charging, "s", "x", rule, finalists=finalists)
     assert warm.chosen is not None and warm.chosen.trial_number == MIDDLE.trial_number

@@ -23,9 +23,9 @@ def test_settings_not_given_keep_the_stored_values():
 
 
 def test_changeable_settings_change_and_say_so():
-    asked = replace(STORED, trials=40, finalists=5, pick="fastest", warm_start=True)
+    asked = replace(STORED, trials=40, finalists=5, pick="fastest", charge_warm_compile=True)
     settled, notes = settle("s", STORED, asked, given=frozenset(CHANGEABLE))
-    assert (settled.trials, settled.finalists, settled.pick, settled.warm_start) == (
+    assert (settled.trials, settled.finalists, settled.pick, settled.charge_warm_compile) == (
         40, 5, "fastest", True,
     )  # fmt: skip
     assert "note: --trials of study 's' changes from 20 to 40" in notes

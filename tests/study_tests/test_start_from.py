@@ -12,8 +12,8 @@ from autotune.records import RecordStore
 from autotune.reports._standing import standing
 from autotune.space import load_space
 from autotune.storage import StudySettings
-from autotune.storage._attrs import BORROWED_ATTR, PRIOR_ATTR
-from autotune.study import Search, SearchRequest, WarmStart
+from autotune.storage._attrs import PRIOR_ATTR, START_FROM_ATTR
+from autotune.study import Search, SearchRequest, StartFrom
 from autotune.trials import TrialResult, TrialSpec
 
 FASTEST = {"fullgraph": True, "dynamic": False}
@@ -53,7 +53,7 @@ def test_the_best_configs_are_measured_first_and_the_sampler_is_told(
     earlier_records = [r for r in earlier.run() if r.baseline is None and r.duplicate_of is None]
     notes: list[str] = []
     request = _request(tmp_path, model_file, space_file, "b", trials=2,
-                       warm_start=WarmStart("a", top=1))  # fmt: skip
+                       start_from=StartFrom("a", top=1))  # fmt: skip
     runner = Table()
     search = Search(request, runner, on_note=notes.append)
     records = search.run()
@@ -62,7 +62,7 @@ def test_the_best_configs_are_measured_first_and_the_sampler_is_told(
     assert runner.specs[2].config == best_earlier.config  # right after the two baselines
     trials = search.session.study.get_trials()
     borrowed = [
-        t for t in trials if t.user_attrs.get(BORROWED_ATTR) == f"a#{best_earlier.trial_number}"
+        t for t in trials if t.user_attrs.get(START_FROM_ATTR) == f"a#{best_earlier.trial_number}"
     ]
     assert len(borrowed) == 1 and PRIOR_ATTR not in borrowed[0].user_attrs
     priors = [t for t in trials if PRIOR_ATTR in t.user_attrs]
@@ -83,7 +83,7 @@ def test_another_space_borrows_configs_but_tells_nothing(tmp_path, model_file, s
     Search(_request(tmp_path, model_file, space_file, "a", trials=4), Table()).run()
     notes: list[str] = []
     request = _request(tmp_path, model_file, space_file, "b", trials=1, space="aot_eager",
-                       warm_start=WarmStart("a", top=2))  # fmt: skip
+                       start_from=StartFrom("a", top=2))  # fmt: skip
     search = Search(request, Table(), on_note=notes.append)
     search.run()
     assert not [t for t in search.session.study.get_trials() if PRIOR_ATTR in t.user_attrs]
@@ -92,6 +92,6 @@ def test_another_space_borrows_configs_but_tells_nothing(tmp_path, model_file, s
 
 def test_an_unknown_study_is_refused(tmp_path, model_file, space_file):
     request = _request(tmp_path, model_file, space_file, "b", trials=1,
-                       warm_start=WarmStart("missing"))  # fmt: skip
+                       start_from=StartFrom("missing"))  # fmt: skip
     with pytest.raises(UsageError, match="there is no study 'missing'"):
         Search(request, Table()).run()

@@ -24,16 +24,16 @@ from autotune.records import RecordStore, TrialRecord, redact_url
 from autotune.scoring import Objective, scored_trial
 from autotune.space import SearchSpace, offers
 from autotune.storage import (
-    BORROWED_ATTR,
     PRIOR_ATTR,
-    STUDY_ATTR,
+    START_FROM_ATTR,
+    STARTED_FROM_ATTR,
     StudySettings,
     open_optuna_storage,
 )
 
 
 @dataclass(frozen=True)
-class WarmStart:
+class StartFrom:
     """Where to borrow from: a study name, its storage (None: this study's), and how many of
     its best configurations to queue."""
 
@@ -42,12 +42,12 @@ class WarmStart:
     top: int = 5
 
 
-def borrow(
+def start_from_earlier(
     study: optuna.Study,
     space: SearchSpace,
     settings: StudySettings,
     scope_param: str | None,
-    source: WarmStart,
+    source: StartFrom,
     storage: str,
     on_note: Callable[[str], None] = lambda note: None,
 ) -> None:
@@ -57,7 +57,7 @@ def borrow(
     Raises:
         UsageError: The earlier study does not exist or measured nothing to borrow.
     """
-    if STUDY_ATTR in study.user_attrs:
+    if STARTED_FROM_ATTR in study.user_attrs:
         return
     url = source.storage or storage
     with RecordStore(url) as store:
@@ -88,7 +88,7 @@ def borrow(
     for record in best:
         params = _params(trials.get(record.trial_number), space, scope_param)
         if params:
-            study.enqueue_trial(params, {BORROWED_ATTR: f"{source.study}#{record.trial_number}"})
+            study.enqueue_trial(params, {START_FROM_ATTR: f"{source.study}#{record.trial_number}"})
             queued.append(record)
     same = (
         earlier.space_hash == settings.space_hash
@@ -97,7 +97,7 @@ def borrow(
         and not earlier.pareto
     )
     told = _tell(study, measured, trials, objective) if same else 0
-    study.set_user_attr(STUDY_ATTR, f"{source.study}@{redact_url(url)}")
+    study.set_user_attr(STARTED_FROM_ATTR, f"{source.study}@{redact_url(url)}")
     on_note(_summary(source, queued, told, same, objective, earlier, settings))
 
 
@@ -138,7 +138,7 @@ def _tell(
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         for record in measured:
             trial = trials.get(record.trial_number)
-            attrs = {PRIOR_ATTR: True, BORROWED_ATTR: f"#{record.trial_number}"}
+            attrs = {PRIOR_ATTR: True, START_FROM_ATTR: f"#{record.trial_number}"}
             prior = scored_trial(trial, record, objective, attrs) if trial is not None else None
             if prior is None:
                 continue
@@ -148,7 +148,7 @@ def _tell(
 
 
 def _summary(
-    source: WarmStart,
+    source: StartFrom,
     queued: list[TrialRecord],
     told: int,
     same: bool,
