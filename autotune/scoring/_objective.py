@@ -24,6 +24,7 @@ import optuna
 
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
+from autotune.settings import OBJECTIVES
 
 
 class ObjectiveSettings(Protocol):
@@ -37,9 +38,6 @@ class ObjectiveSettings(Protocol):
     def batch_sizes(self) -> list[int] | None: ...
     @property
     def max_latency_s(self) -> float | None: ...
-
-
-OBJECTIVES = ("latency", "throughput", "amortized")
 
 
 @dataclass(frozen=True)

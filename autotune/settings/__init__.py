@@ -13,9 +13,11 @@ from autotune.settings._option import (
     DEFAULT_STORAGE,
     EFFORTS,
     MEASURE_SECONDS,
+    OBJECTIVES,
     STORAGE_ENV,
     THOROUGH_TRIALS,
     TRIAL_HOSTS,
+    WORKLOADS,
     Option,
     thorough_trials,
 )
@@ -25,6 +27,7 @@ from autotune.settings._resolve import (
     PYTHON,
     Language,
     SearchOptions,
+    kind_of,
     pareto_problems,
     read_values,
     resolve,
@@ -43,8 +46,8 @@ from autotune.settings.rules import RuleError
 
 __all__ = [
     "BY_FLAG", "BY_NAME", "CHANGEABLE", "CLI", "DEFAULT", "DEFAULT_STORAGE", "EFFORTS", "FILE",
-    "KINDS", "LABELS", "MEASURE_SECONDS", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
-    "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "Kind", "Language", "Option", "RuleError",
-    "SearchOptions", "changeable_options", "pareto_problems", "read_values", "resolve", "shown",
-    "thorough_trials",
+    "KINDS", "LABELS", "MEASURE_SECONDS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
+    "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "WORKLOADS", "Kind", "Language", "Option",
+    "RuleError", "SearchOptions", "changeable_options", "kind_of", "pareto_problems",
+    "read_values", "resolve", "shown", "thorough_trials",
 ]  # fmt: skip

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 STORAGE_ENV = "AUTOTUNE_STORAGE"
+# The values of the options that take one of a few (what --help lists and every caller checks).
 TRIAL_HOSTS = ("preloaded", "fresh")
+WORKLOADS = ("infer", "train")
+SAMPLERS = ("tpe", "random")
+SCOPES = ("search", "whole")
+PRESET_FINALISTS = ("best", "all")
+OBJECTIVES = ("latency", "throughput", "amortized")
 DEFAULT_STORAGE = "sqlite:///autotune.db"
 # The timing of each trial (MeasureSettings.target_seconds, --measure-seconds).
 MEASURE_SECONDS = 2.0
@@ -40,6 +46,9 @@ class Option:
         label: What messages call the setting (default: the flag).
         in_files: A study file may set it (not so for how this process runs or prints).
         in_tune: ``autotune.tune`` takes it as a keyword (its model is its first argument).
+        stored: The form its setting is stored in where that is not what the option reads
+            (``autotune.storage``'s ``STORED_FORMS``: ``axes`` for --pareto's, ``bytes`` for
+            --memory-budget's, ...); None: the option's own kind reads the stored value.
     """
 
     flag: str
@@ -55,6 +64,7 @@ class Option:
     label: str | None = None
     in_files: bool = True
     in_tune: bool = True
+    stored: str | None = None
 
     @property
     def name(self) -> str:

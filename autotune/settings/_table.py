@@ -14,8 +14,13 @@ from autotune.settings._option import (
     DEFAULT_STORAGE,
     EFFORTS,
     MEASURE_SECONDS,
+    OBJECTIVES,
+    PRESET_FINALISTS,
+    SAMPLERS,
+    SCOPES,
     STORAGE_ENV,
     TRIAL_HOSTS,
+    WORKLOADS,
     Option,
 )
 
@@ -23,6 +28,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "model",
         field="model_path",
+        stored="text",
         label="the model file",
         in_files=False,  # a study file's `model` is relative to it: the file's reader takes it
         help=(
@@ -101,6 +107,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--memory-budget",
         field="memory_budget_bytes",
+        stored="bytes",
         kind="size",
         metavar="SIZE",
         help=(
@@ -125,7 +132,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         default="best",
         field="preset_finalists",
         changeable=True,
-        choices=("best", "all"),
+        choices=PRESET_FINALISTS,
         help=(
             "which of the space's measured presets are re-measured with the finalists: the "
             "best one (default), or all of them, to see the tuned config against every preset"
@@ -174,6 +181,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--space",
         field="space_hash",
+        stored="text",
         metavar="NAME_OR_PATH",
         help=(
             "a built-in space ({builtin_spaces}) or a .toml path (default: the space named "
@@ -211,7 +219,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--objective",
         default="latency",
         field="objective",
-        choices=("latency", "throughput", "amortized"),
+        choices=OBJECTIVES,
         help=(
             "latency: steady-state speedup over eager; throughput: samples per second over "
             "--batch-sizes; amortized: the compile time charged to --calls N calls"
@@ -227,6 +235,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--batch-sizes",
         field="batch_sizes",
+        stored="ints",
         kind="positive_ints",
         metavar="B,B,...",
         help=(
@@ -244,6 +253,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--pareto",
         field="pareto",
+        stored="axes",
         action="store_true",
         help=(
             "multi-objective study: latency against compile time (and, with --pareto-axes, "
@@ -259,6 +269,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--pick",
         field="pick",
+        stored="pick",
         changeable=True,
         metavar="RULE",
         help=(
@@ -281,7 +292,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--workload",
         default="infer",
         field="workload",
-        choices=("infer", "train"),
+        choices=WORKLOADS,
         help=(
             "infer: eval() under no_grad; train: one training step (forward, loss, backward, "
             "optimizer step), see docs/model-file.md"
@@ -291,7 +302,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--scope",
         default="search",
         field="scope",
-        choices=("search", "whole"),
+        choices=SCOPES,
         help=(
             "search: probe the model's parts and search which to compile (whole, regional "
             "blocks, children, some kept eager); whole: compile the whole model only"
@@ -331,12 +342,13 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--sampler",
         default="tpe",
         field="sampler",
-        choices=("tpe", "random"),
+        choices=SAMPLERS,
         help=("Optuna sampler"),
     ),
     Option(
         "--measure-seconds",
         field="measure",
+        stored="object",
         kind="positive_float",
         default=MEASURE_SECONDS,
         metavar="SECONDS",

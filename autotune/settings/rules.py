@@ -13,10 +13,6 @@ import re
 from collections.abc import Sequence
 
 SEED_LIMIT = 2**32  # numpy's (and so Optuna's samplers') seeds are 32-bit
-WORKLOADS = ("infer", "train")
-SAMPLERS = ("tpe", "random")
-SCOPES = ("search", "whole")
-PRESET_FINALISTS = ("best", "all")
 SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
 

@@ -9,7 +9,7 @@ from typing import Any
 from autotune.errors import UsageError
 from autotune.records import SETTINGS_REMEDY, SETTINGS_ROW, StudyRowError, settings_dict
 from autotune.settings import CHANGEABLE, DEFAULT, LABELS, changeable_options
-from autotune.storage._settings_check import measure_settings, setting_problems
+from autotune.storage._settings_check import field_rules, measure_settings, setting_problems
 from autotune.trials import MeasureSettings, TrialSpec
 
 # The adaptive budget never stops a trial sooner than this: a small model's default compile
@@ -118,13 +118,18 @@ class StudySettings:
             StudyRowError: Settings are missing, of the wrong type or break their rule (all
                 of them named, with their values).
         """
-        problems = setting_problems(data)
+        problems = setting_problems(data, RULES)
         if problems:
             study = study or getattr(data, "study", None)
             raise StudyRowError(study, SETTINGS_ROW, problems, SETTINGS_REMEDY)
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in data.items() if k in names}
         return cls(**{**known, "measure": measure_settings(data["measure"])})
+
+
+# One rule per setting (tests/storage_tests/test_settings_rows.py holds them to the fields):
+# those whose type takes None may be null in a row.
+RULES = field_rules([f.name for f in dataclasses.fields(StudySettings) if "None" in str(f.type)])
 
 
 def settings_from_row(study: str, text: Any) -> StudySettings:

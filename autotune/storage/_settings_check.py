@@ -1,6 +1,7 @@
-"""The rules a study's stored settings follow when read back: the command line's own rules
-(:mod:`autotune.settings.rules`), one per setting, and the checks it makes across settings (the
-objective's mix, a Pareto front's axes and pick rule).
+"""The rules a study's stored settings follow when read back: each setting an option sets is
+read by that option's kind, as the command line reads it (the settings table,
+:mod:`autotune.settings`), and the checks across settings (the objective's mix, a Pareto
+front's axes and pick rule).
 
 A row written by autotune passes; one edited by hand or written by another tool yields one
 problem per bad setting, each naming the setting and its value.
@@ -11,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from autotune.errors import UsageError
 from autotune.records import shown
 from autotune.scope import ScopePlan
-from autotune.scoring import OBJECTIVES, Objective, PickRule, parse_axes
-from autotune.settings import pareto_problems, rules
+from autotune.scoring import Objective, PickRule, parse_axes
+from autotune.settings import SEARCH_OPTIONS, Kind, kind_of, pareto_problems, rules
 from autotune.trials import MeasureSettings
 
 Check = Callable[[Any], None]  # raises rules.RuleError saying what is wrong
@@ -52,23 +53,6 @@ def _number(rule: Callable[[float], object]) -> Check:
 def _text(value: Any) -> None:
     if not isinstance(value, str) or not value:
         raise rules.RuleError(f"must be a non-empty string, got {shown(value)}")
-
-
-def _string(rule: Callable[[str], object]) -> Check:
-    def check(value: Any) -> None:
-        _text(value)
-        rule(value)
-
-    return check
-
-
-def _choice(choices: tuple[str, ...]) -> Check:
-    return _string(lambda value: rules.choice(value, choices))
-
-
-def _flag(value: Any) -> None:
-    if not isinstance(value, bool):
-        raise rules.RuleError(f"must be true or false, got {shown(value)}")
 
 
 def _object(value: Any) -> None:
@@ -131,53 +115,60 @@ MEASURE_RULES: dict[str, Check] = {
     "stop_below": _optional(_number(rules.positive_float)),
     "screen_seconds": _optional(_number(rules.positive_float)),
 }
-# One rule per setting of StudySettings (tests/storage_tests/test_settings_rows.py holds them
-# to the dataclass); the option that sets each is in autotune.settings.LABELS.
-RULES: dict[str, Check] = {
-    "model_path": _text,
-    "device": _string(rules.device),
+# The settings a row holds that no option sets: what the study was made with.
+STORED_ONLY: dict[str, Check] = {
     "space": _object,
-    "space_hash": _text,
     "torch_version": _text,
-    "workload": _choice(rules.WORKLOADS),
-    "seed": _whole(rules.seed),
-    "compile_budget_s": _number(rules.positive_float),
-    "compile_budget_factor": _number(rules.non_negative_float),
-    "measure": _object,  # and each of its settings against MEASURE_RULES
-    "sampler": _choice(rules.SAMPLERS),
-    "scope": _choice(rules.SCOPES),
     "scope_plan": _optional(_scope_plan),
-    "objective": _choice(OBJECTIVES),
-    "calls": _optional(_whole(rules.positive_int)),
-    "memory_budget_bytes": _optional(_whole(rules.non_negative_int)),
-    "pareto": _optional(_axes),
-    "finalist_precision": _optional(_number(rules.fraction)),
-    "trials": _whole(rules.positive_int),
-    "finalists": _whole(rules.non_negative_int),
-    "preset_finalists": _choice(rules.PRESET_FINALISTS),
-    "prune": _flag,
-    "pick": _optional(_pick),
-    "charge_warm_compile": _flag,
-    "batch_sizes": _optional(_batch_sizes),
-    "max_latency_s": _optional(_number(rules.positive_float)),
-    "accuracy": _optional(_string(rules.accuracy)),
     "model_sha256": _optional(_text),
     "triton_version": _optional(_text),
 }
+# The stored forms an option's setting may take where it is not what the option reads
+# (``Option.stored``): --pareto's axes, --memory-budget's bytes, the model file's path...
+STORED_FORMS: dict[str, Check] = {
+    "text": _text,
+    "object": _object,  # --measure-seconds: the trial timing, each setting against MEASURE_RULES
+    "axes": _axes,
+    "pick": _pick,
+    "ints": _batch_sizes,
+    "bytes": _whole(rules.non_negative_int),
+}
+
+
+def field_rules(optional: Collection[str]) -> dict[str, Check]:
+    """One rule per setting of ``StudySettings``: those an option sets are read by that
+    option's kind (the settings table's, :mod:`autotune.settings`) or by its stored form, those
+    in ``optional`` may also be None, the rest are :data:`STORED_ONLY`'s."""
+    found = dict(STORED_ONLY)
+    for option in SEARCH_OPTIONS:
+        if option.field is None or option.field in found:
+            continue
+        check = STORED_FORMS[option.stored] if option.stored else _read_by(kind_of(option))
+        found[option.field] = _optional(check) if option.field in optional else check
+    return found
+
+
+def _read_by(kind: Kind) -> Check:
+    def check(value: Any) -> None:
+        kind.check(value)
+
+    return check
+
+
 # Settings a row must hold: those without a default, and how trials are timed (every row
 # autotune ever wrote has it; a default in its place would time trials differently).
 REQUIRED = ("model_path", "device", "space", "space_hash", "torch_version", "measure")
 
 
-def setting_problems(data: Any) -> list[str]:
+def setting_problems(data: Any, checks: Mapping[str, Check]) -> list[str]:
     """Every problem of a study's stored settings ``data``, each naming the setting and its
-    value: a missing one, each against its rule (a setting no rule knows, a newer autotune's,
-    is left alone), then, when each is fine, the checks across settings the command line
-    makes."""
+    value: a missing one, each against its rule in ``checks`` (a setting no rule knows, a newer
+    autotune's, is left alone), then, when each is fine, the checks across settings the
+    command line makes."""
     if not isinstance(data, dict):
         return [f"settings_json {shown(data)}: must be a JSON object"]
     problems = [f"{name} missing" for name in REQUIRED if name not in data]
-    problems += _problems(data, RULES)
+    problems += _problems(data, checks)
     measure = data.get("measure")
     if isinstance(measure, dict):
         problems += _problems(measure, MEASURE_RULES, "measure.")
@@ -190,7 +181,7 @@ def setting_problems(data: Any) -> list[str]:
     return problems or _across(data)
 
 
-def _problems(data: Mapping[str, Any], checks: dict[str, Check], prefix: str = "") -> list[str]:
+def _problems(data: Mapping[str, Any], checks: Mapping[str, Check], prefix: str = "") -> list[str]:
     problems = []
     for name, value in data.items():
         check = checks.get(name)

@@ -20,6 +20,7 @@ from autotune._contract import parse_contract, report_errors
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
+from autotune.settings import WORKLOADS
 from autotune.trials import _train
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
@@ -34,7 +35,6 @@ from autotune.workload import (
     load_model_file,
 )
 
-WORKLOADS = ("infer", "train")
 _EAGER_STEPS = "two eager training steps from the same weights and seed"
 
 

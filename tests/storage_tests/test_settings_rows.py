@@ -13,8 +13,8 @@ import pytest
 
 from autotune.records import StudyRowError
 from autotune.storage import StudySettings
-from autotune.storage._settings import settings_from_row
-from autotune.storage._settings_check import MEASURE_RULES, RULES
+from autotune.storage._settings import RULES, settings_from_row
+from autotune.storage._settings_check import MEASURE_RULES
 from autotune.trials import MeasureSettings
 
 STUDY = "resnet-cpu"
@@ -111,7 +111,7 @@ def test_text_that_is_no_json_object_names_the_column_and_the_text(text, named):
         ({"device": 3}, "device must be a non-empty string, got 3"),
         ({"sampler": "grid"}, "sampler must be one of tpe, random, got 'grid'"),
         ({"objective": "fast"}, "objective must be one of latency, throughput, amortized"),
-        ({"scope": None}, "scope must be a non-empty string, got None"),
+        ({"scope": None}, "scope must be one of search, whole, got None"),
         ({"workload": "serve"}, "workload must be one of infer, train, got 'serve'"),
         ({"preset_finalists": "some"}, "preset_finalists must be one of best, all"),
         ({"prune": "yes"}, "prune must be true or false, got 'yes'"),
