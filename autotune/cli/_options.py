@@ -37,10 +37,10 @@ def argtype(kind: str) -> Any:
     return read
 
 
-def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
+def add(p: argparse.ArgumentParser, flag: str, *also: str, **overrides: Any) -> None:
     """Adds the option ``flag`` as the settings table declares it (kind, default, metavar,
-    choices, help); ``overrides`` replace what this subcommand says differently (usually
-    ``help``)."""
+    choices, help), also spelled ``also`` (``-o``); ``overrides`` replace what this subcommand
+    says differently (usually ``help``)."""
     option = BY_FLAG[flag]
     kwargs: dict[str, Any] = {"help": option.help}
     if not option.positional:
@@ -57,7 +57,7 @@ def add(p: argparse.ArgumentParser, flag: str, **overrides: Any) -> None:
         if option.metavar is not None:
             kwargs["metavar"] = option.metavar
     kwargs.update(overrides)
-    p.add_argument(flag, **kwargs)
+    p.add_argument(*also, flag, **kwargs)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

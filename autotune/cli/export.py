@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "--format", choices=("parquet", "csv"),
         help="file format (default: from --out's suffix, else parquet)",
     )  # fmt: skip
-    p.add_argument("--out", required=True, metavar="PATH", help="the file to write")
+    options.add(p, "--out", required=True, default=None, help="the file to write")
     options.add_debug(p)
     return p
 

@@ -24,17 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     options.add_study(p, "the study to finalize")
     options.add_storage(p)
     options.add_out(p)
-    p.add_argument(
-        "--remeasure",
-        action="store_true",
-        help="measure the finalists again even when a finished round of them is recorded",
-    )
-    p.add_argument(
-        "--timeout",
-        type=options.argtype("positive_float"),
-        metavar="SECONDS",
+    options.add(p, "--remeasure")
+    options.add(
+        p, "--timeout",
         help="wall clock for the finalists; with too little, they are skipped with a note",
-    )
+    )  # fmt: skip
     options.add_for_device(p)
     options.add_device(p, "where the finalists run (default: the study's)")
     options.add_model(p, "the finalists run")

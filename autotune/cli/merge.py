@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "signature as it was: a merge vouches for nothing unless --resign says so.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="best-config files to combine")
-    p.add_argument("-o", "--out", required=True, metavar="PATH", help="the file to write")
+    options.add(p, "--out", "-o", required=True, default=None, help="the file to write")
     p.add_argument(
         "--resign", action="store_true",
         help="sign every merged entry with this machine's key ($AUTOTUNE_SIGNING_KEY): you "

@@ -40,11 +40,10 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         help="validate a space file: 'ok: N configurations', or every problem and exit 2",
     )
     options.add_device(p, "the device the space is validated for")
-    p.add_argument(
-        "--allow-numerics-changes",
-        action="store_true",
+    options.add(
+        p, "--allow-numerics-changes",
         help="--check: count the [numerics] knobs too, as `search --allow-numerics-changes` does",
-    )
+    )  # fmt: skip
     options.add_debug(p)
     return p
 

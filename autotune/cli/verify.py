@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "autotune.apply picks it).",
     )
     p.add_argument("best_config", help="the best-config file written by `autotune search`")
-    p.add_argument("model", help="the model file it was tuned for")
+    options.add(p, "model", help="the model file it was tuned for")
     options.add_device(p, "where to measure (default: the file's device)")
     options.add_compile_budget(
         p, "per measurement: still compiling or running after it is `broken`"

@@ -56,8 +56,8 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         help="start one worker process per listed GPU (each sees only its GPU, through "
         "CUDA_VISIBLE_DEVICES) and wait for them",
     )  # fmt: skip
-    p.add_argument(
-        "--timeout", type=options.argtype("positive_float"), metavar="SECONDS",
+    options.add(
+        p, "--timeout",
         help="wall clock of this worker: no trial starts after it, none runs past it",
     )  # fmt: skip
     options.add(

@@ -19,6 +19,7 @@ from typing import Any
 from autotune._deadline import Deadline
 from autotune.runtime.config import CompileConfig, Scope
 from autotune.scope._tree import ModelTree
+from autotune.settings import DEFAULT
 from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
 
 # A probe's timing only has to tell "reliably slower" from the rest; compile dominates it.
@@ -126,10 +127,10 @@ class Prober:
     runner: TrialRunner
     backend: str
     budget_s: float
-    seed: int = 0
+    seed: int = DEFAULT["seed"]
     measure: MeasureSettings = PROBE_MEASURE
     cache_dir: str | None = None
-    workload: str = "infer"  # "train": a probe runs training steps, backward included
+    workload: str = DEFAULT["workload"]  # "train": a probe runs training steps, backward too
 
     def spec(self, path: str, budget_s: float | None = None) -> TrialSpec:
         """The trial that compiles ``path`` alone, the rest of the model staying eager."""

@@ -46,6 +46,8 @@ class Option:
         label: What messages call the setting (default: the flag).
         in_files: A study file may set it (not so for how this process runs or prints).
         in_tune: ``autotune.tune`` takes it as a keyword (its model is its first argument).
+        elsewhere: For a caller that may not set it (``in_files``, ``in_tune``), what to do
+            instead.
         stored: The form its setting is stored in where that is not what the option reads
             (``autotune.storage``'s ``STORED_FORMS``: ``axes`` for --pareto's, ``bytes`` for
             --memory-budget's, ...); None: the option's own kind reads the stored value.
@@ -65,6 +67,7 @@ class Option:
     in_files: bool = True
     in_tune: bool = True
     stored: str | None = None
+    elsewhere: str | None = None
 
     @property
     def name(self) -> str:

@@ -89,6 +89,10 @@ def read_values(values: Mapping[str, Any], language: Language) -> tuple[dict[str
     takes = {o.name: o for o in SEARCH_OPTIONS if language.takes(o)}
     for name, value in values.items():
         option = takes.get(name)
+        elsewhere = BY_NAME[name].elsewhere if name in BY_NAME else None
+        if option is None and elsewhere:
+            problems.append(f"it takes no {language.form(BY_NAME[name])}: {elsewhere}")
+            continue
         if option is None:
             near = difflib.get_close_matches(name, list(takes), n=1)
             hint = f" (did you mean {language.name(near[0])}?)" if near else ""

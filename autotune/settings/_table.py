@@ -269,7 +269,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--pick",
         field="pick",
-        stored="pick",
+        stored="pick_rule",
         changeable=True,
         metavar="RULE",
         help=(
@@ -420,6 +420,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--no-worker",
         in_files=False,
         in_tune=False,
+        elsewhere="run `autotune search MODEL.py --no-worker` to create a study for workers",
         action="store_true",
         help=(
             "only create the study (settings, baselines queued) and run no trial: start "
@@ -454,8 +455,8 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
 
 BY_FLAG = {option.flag: option for option in SEARCH_OPTIONS}
 BY_NAME = {option.name: option for option in SEARCH_OPTIONS}
-# Each option's default, by its name, where it has one.
-DEFAULT: dict[str, Any] = {o.name: o.default for o in SEARCH_OPTIONS if o.default is not None}
+# Each option's default, by its name (None: off, or derived).
+DEFAULT: dict[str, Any] = {o.name: o.default for o in SEARCH_OPTIONS}
 # What messages call each study setting: the first option that sets it.
 LABELS: dict[str, str] = {}
 for _option in SEARCH_OPTIONS:

@@ -43,10 +43,10 @@ class SearchSpace:
 
     name: str
     knobs: tuple[Knob, ...]
+    device: str
+    workload: str
     notes: tuple[str, ...] = field(default=(), compare=False)
     description: str = ""
-    device: str = "cpu"
-    workload: str = "infer"
     presets: tuple[_presets.Preset, ...] = field(default=(), compare=False)
     preset_table: dict[str, Any] = field(default_factory=dict, compare=False)
     unsafe_knobs: tuple[str, ...] = ()

@@ -129,7 +129,7 @@ STORED_FORMS: dict[str, Check] = {
     "text": _text,
     "object": _object,  # --measure-seconds: the trial timing, each setting against MEASURE_RULES
     "axes": _axes,
-    "pick": _pick,
+    "pick_rule": _pick,
     "ints": _batch_sizes,
     "bytes": _whole(rules.non_negative_int),
 }

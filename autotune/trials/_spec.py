@@ -72,9 +72,9 @@ class TrialSpec:
     model_path: str
     device: str
     config: dict[str, Any] | None  # CompileConfig.to_dict(); None measures eager against itself
-    workload: str = "infer"
-    seed: int = 0
-    budget_s: float = 600.0
+    workload: str = DEFAULT["workload"]
+    seed: int = DEFAULT["seed"]
+    budget_s: float = DEFAULT["compile_budget"]
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     cache_dir: str | None = None
     relaxed_numerics: bool = False  # the config changes numerics on purpose: looser gate

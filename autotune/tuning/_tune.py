@@ -18,10 +18,6 @@ from autotune.tuning._result import TuneResult
 
 # Where the model bundles go, beside the default storage (autotune.db) in this folder.
 MODELS_DIR = Path(".autotune") / "models"
-# What only the command line does: create a study for workers without running a trial.
-_NOT_HERE = {
-    "no_worker": "run `autotune search MODEL.py --no-worker` to create a study for workers"
-}
 
 
 def tune(
@@ -75,9 +71,6 @@ def tune(
     from autotune.workload import write_bundle
 
     functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "accuracy": metric}
-    for name, remedy in _NOT_HERE.items():
-        if name in options:
-            raise UsageError(f"autotune.tune takes no {name}=: {remedy}.")
     resolve(options, language=PYTHON)  # refused before the bundle is written
     given = {name: fn for name, fn in functions.items() if fn is not None}
     try:
