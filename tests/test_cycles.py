@@ -4,25 +4,17 @@ map are none."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
+import docs_scripts
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / ".ci" / "cycles.py"
 
 
 def _script() -> ModuleType:
-    key = "ci_script_cycles"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, SCRIPT)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
+    return docs_scripts.load("cycles", docs_scripts.CI)
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:

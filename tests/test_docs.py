@@ -65,3 +65,12 @@ def test_the_recorded_run_says_the_same_numbers_everywhere():
     assert f"Claims: {speedup:.2f}x eager" in show
     assert f"claimed {speedup:.3f}x" in verify
     assert best["source"]["study"] == "convnet-cpu" and "study 'convnet-cpu'" in search
+
+
+def test_the_options_that_may_change_on_resume_are_the_settings_tables():
+    """The page listed five; --help and the refusal, which read the table, eight."""
+    from autotune.settings import changeable_options
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "search.md").read_text()
+    listed = page.split("<!-- resume-options -->")[1].split("<!-- /resume-options -->")[0]
+    assert listed == changeable_options()

@@ -3,10 +3,10 @@ declaration anywhere in the package fails CI, its uses pass."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
+
+import docs_scripts
 
 SCRIPT = Path(__file__).resolve().parent.parent / ".ci" / "settings_once.py"
 TABLE = """
@@ -48,14 +48,7 @@ STORED_RULES = {"prune": check_flag}
 
 
 def _script() -> ModuleType:
-    key = "ci_script_settings_once"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, SCRIPT)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
+    return docs_scripts.load("settings_once", docs_scripts.CI)
 
 
 def _root(tmp_path: Path, **modules: str) -> Path:

@@ -124,8 +124,8 @@ def remeasure(
     """
     runner = runner or SubprocessRunner()
     on_note(
-        f"re-measuring {len(finalists)} finalists in fresh processes: each cold, then each warm "
-        "in reverse order"
+        f"re-measuring {len(finalists)} finalists in fresh processes ({_who_all(finalists)}): "
+        "each cold, then each warm in reverse order"
     )
     measure = settings.measure.precise(settings.finalist_precision)
 
@@ -167,6 +167,14 @@ def remeasure(
     for f in done:
         on_note(_line(f))
     return done
+
+
+def _who_all(finalists: list[TrialRecord]) -> str:
+    """``"3 configs and default torch.compile"``: what a round re-measures."""
+    configs = sum(1 for r in finalists if r.baseline is None)
+    default = any(r.baseline == "default" for r in finalists)
+    what = f"{configs} config{'s' if configs != 1 else ''}" if configs else ""
+    return " and ".join(p for p in (what, "default torch.compile" if default else "") if p)
 
 
 def _who(r: TrialRecord) -> str:

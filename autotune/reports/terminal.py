@@ -126,7 +126,9 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
     """What was decided, why, and where the file is."""
     kinds = Counter(r.failure_kind or "ok" for r in records if r.duplicate_of is None)
     counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
-    lines = [f"{len(records)} trials ({counts}){_screening(records)}."]
+    baselines = sum(1 for r in records if r.baseline is not None)
+    searched = f", {baselines} of them baselines" if baselines else ""
+    lines = [f"{len(records)} trials{searched} ({counts}){_screening(records)}."]
     if best.decision == "compile" and best.config is not None:
         m = best.metrics
         lines.append(f"Best: trial {best.source.get('trial')}: {best.config.brief()}")

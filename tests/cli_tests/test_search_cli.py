@@ -356,7 +356,10 @@ def test_finalists_are_remeasured_cold_and_warm(tmp_path, model_file, space_file
                      "--scope", "whole", "--trials", "2", "--finalists", "1")  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert "re-measuring 2 finalists in fresh processes: each cold, then each warm" in printed
+    assert (
+        "re-measuring 2 finalists in fresh processes (1 config and default torch.compile): each "
+        "cold, then each warm" in printed
+    )
     assert "finalist [default]: " in printed
     lines = [line for line in printed.splitlines() if line.startswith("finalist #")]
     assert len(lines) == 1 and "cold compile 10.0s" in lines[0] and "warm compile 1.0s" in lines[0]
@@ -425,7 +428,8 @@ def test_quiet_prints_only_the_decision(tmp_path, model_file, space_file, capsys
                      "--trials", "2", "--quiet")  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert printed.startswith("4 trials (4 ok).\nBest: trial ") and "Wrote " in printed
+    assert printed.startswith("4 trials, 2 of them baselines (4 ok).\nBest: trial ")
+    assert "Wrote " in printed
     assert not [line for line in printed.splitlines() if line.startswith(("#", "study", "scope"))]
 
 
