@@ -271,7 +271,7 @@ def _file(
             # the config was held to the looser gate of --allow-numerics-changes, or to the
             # accuracy contract below
             "relaxed_numerics": record is not None and record.relaxed_numerics,
-            # the accuracy contract the study stated (autotune._contract): verify holds the
+            # the accuracy contract the study stated (autotune.measure._contract): verify holds the
             # config to it again
             "accuracy": settings.accuracy,
         },

@@ -1,30 +1,52 @@
-"""Measurements of a trial: interleaved timing, peak memory and the correctness gate.
+"""Measurements of a trial: interleaved timing, peak memory, the correctness gate, and the
+accuracy contract a user states (``--accuracy``).
 
-Runs inside the trial's child process and needs only torch and the standard library.
+Runs inside the trial's child process and needs only torch and the standard library. Names load
+on first use: reading an accuracy contract (the command line, a stored study) imports no torch.
 """
 
 from __future__ import annotations
 
-from autotune.measure.accuracy import (
-    TOLERANCES,
-    AccuracyReport,
-    clone_outputs,
-    compare_outputs,
-    tolerance_for,
-)
-from autotune.measure.memory import peak_memory_bytes, reset_peak_memory
-from autotune.measure.timing import Stats, Timing, interleaved_timing, time_first_call
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autotune.measure._contract import (
+        Contract,
+        ContractError,
+        Verdict,
+        parse_contract,
+        report_errors,
+    )
+    from autotune.measure.accuracy import (
+        TOLERANCES,
+        AccuracyReport,
+        clone_outputs,
+        compare_outputs,
+        tolerance_for,
+    )
+    from autotune.measure.memory import peak_memory_bytes, reset_peak_memory
+    from autotune.measure.timing import Stats, Timing, interleaved_timing, time_first_call
+
+_NAMES = {
+    "Contract": "_contract", "ContractError": "_contract", "Verdict": "_contract",
+    "parse_contract": "_contract", "report_errors": "_contract",
+    "TOLERANCES": "accuracy", "AccuracyReport": "accuracy", "clone_outputs": "accuracy",
+    "compare_outputs": "accuracy", "tolerance_for": "accuracy",
+    "peak_memory_bytes": "memory", "reset_peak_memory": "memory",
+    "Stats": "timing", "Timing": "timing", "interleaved_timing": "timing",
+    "time_first_call": "timing",
+}  # fmt: skip
 
 __all__ = [
-    "TOLERANCES",
-    "AccuracyReport",
-    "Stats",
-    "Timing",
-    "clone_outputs",
-    "compare_outputs",
-    "interleaved_timing",
-    "peak_memory_bytes",
-    "reset_peak_memory",
-    "time_first_call",
+    "TOLERANCES", "AccuracyReport", "Contract", "ContractError", "Stats", "Timing", "Verdict",
+    "clone_outputs", "compare_outputs", "interleaved_timing", "parse_contract",
+    "peak_memory_bytes", "report_errors", "reset_peak_memory", "time_first_call",
     "tolerance_for",
-]
+]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module 'autotune.measure' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"autotune.measure.{_NAMES[name]}"), name)

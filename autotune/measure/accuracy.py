@@ -35,7 +35,7 @@ exactly.
 ``float_dtypes_may_differ=True`` compares a float tensor with one of another float dtype (bf16
 autocast returns bf16 where eager returns float32), and lets a ``torch.dtype`` attribute of a
 walked object (a KV cache layer's ``dtype``) be another float dtype too: both are how an
-accuracy contract the user states (:mod:`autotune._contract`) is checked; ``(inf, inf)``
+accuracy contract the user states (:mod:`autotune.measure._contract`) is checked; ``(inf, inf)``
 judges no float element, except that a non-finite value must be where eager has the same one.
 Every comparison also reports the lowest cosine similarity of a float tensor pair (flattened,
 in float64).

@@ -75,8 +75,9 @@ def device(text: str) -> str:
 
 
 def accuracy(text: str) -> str:
-    """An accuracy contract (:mod:`autotune._contract`), returned in its canonical form."""
-    from autotune._contract import ContractError, parse_contract
+    """An accuracy contract (:mod:`autotune.measure._contract`), returned in its canonical
+    form."""
+    from autotune.measure import ContractError, parse_contract
 
     try:
         return str(parse_contract(text))

@@ -60,7 +60,7 @@ class StudySettings:
     max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
     model_sha256: str | None = None  # the model file's content when the study was created
     triton_version: str | None = None
-    # The accuracy contract the user states (autotune._contract, canonical text): a
+    # The accuracy contract the user states (autotune.measure._contract, canonical text): a
     # config that changes numerics on purpose (precision, fast math, a backend's bf16) is held
     # to it; None: such configs are not searched, and the gate is eager's.
     accuracy: str | None = None

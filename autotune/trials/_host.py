@@ -62,7 +62,7 @@ def _warm_up(compile_once: bool) -> None:
     import torch._dynamo
     import torch._inductor.config as inductor_config
 
-    from autotune import measure  # noqa: F401
+    from autotune.measure import accuracy, memory, timing  # noqa: F401
     from autotune.trials import _measure_trial  # noqa: F401
 
     if not compile_once:

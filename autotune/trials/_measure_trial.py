@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from autotune import measure
-from autotune._contract import parse_contract, report_errors
+from autotune.measure import parse_contract, report_errors
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint

@@ -78,7 +78,7 @@ class TrialSpec:
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     cache_dir: str | None = None
     relaxed_numerics: bool = False  # the config changes numerics on purpose: looser gate
-    # The study's accuracy contract (autotune._contract): a config that changes numerics
+    # The study's accuracy contract (autotune.measure._contract): a config that changes numerics
     # is held to it instead of the 10x looser gate; every trial records its metrics.
     accuracy: str | None = None
     batch_size: int | None = None  # get_inputs(device, batch_size); None: get_inputs(device)

@@ -430,7 +430,7 @@ def test_a_bf16_autocast_kv_cache_passes_a_contract_allowing_float_dtypes(gpt2: 
     """Found on an H200 (transformers 5.17): GPT-2 under bf16 autocast returns its cache's keys
     and values in bf16, and each cache layer kept a ``dtype`` attribute saying so. With an
     accuracy contract that attribute may change with its tensors; without one it may not."""
-    from autotune._contract import parse_contract
+    from autotune.measure import parse_contract
 
     contract = parse_contract("cosine>=0.99")
     with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from autotune._contract import ContractError, parse_contract
+from autotune.measure import ContractError, parse_contract
 
 
 @pytest.mark.parametrize(
