@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from autotune._printable import say
 from autotune.cli import _options as options
 from autotune.errors import UsageError
+from autotune.verify import DEFAULT_REPEATS, DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
     from autotune.runtime.config import BestConfig, ConfigFile
@@ -42,14 +43,14 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
     p.add_argument(
         "--repeats",
         type=options.argtype("positive_int"),
-        default=1,
+        default=DEFAULT_REPEATS,
         metavar="N",
         help="run each measurement N times and pool them (the medians)",
     )
     p.add_argument(
         "--tolerance",
         type=options.argtype("fraction"),
-        default=0.05,
+        default=DEFAULT_TOLERANCE,
         metavar="F",
         help="least relative drop of the speedup that fails a claim, raised to the "
         "measured noise floor",

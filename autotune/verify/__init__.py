@@ -8,6 +8,7 @@ fails nothing, and ``_report`` holds the result and its ``--json`` form.
 from __future__ import annotations
 
 from autotune.verify._rules import (
+    DEFAULT_REPEATS,
     DEFAULT_TOLERANCE,
     VERDICT_EXIT,
     Spread,
@@ -19,6 +20,7 @@ from autotune.verify._run import plan_measurements, verify
 from autotune.verify._verdict import VerifyReport
 
 __all__ = [
+    "DEFAULT_REPEATS",
     "DEFAULT_TOLERANCE",
     "VERDICT_EXIT",
     "Spread",

@@ -13,6 +13,8 @@ from autotune.trials import TrialResult
 
 VERDICT_EXIT = {"ok": 0, "slower": 1, "incorrect": 1, "broken": 1, "compile_now_faster": 1}
 DEFAULT_TOLERANCE = 0.05
+# Each measurement runs once by default; more repeats are pooled (their medians).
+DEFAULT_REPEATS = 1
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.trials import DEFAULT_PRECISION, MeasureSettings, TrialResult, TrialRunner, TrialSpec
 from autotune.verify._figures import Repeat
-from autotune.verify._rules import DEFAULT_TOLERANCE
+from autotune.verify._rules import DEFAULT_REPEATS, DEFAULT_TOLERANCE
 from autotune.verify._verdict import VerifyReport, build_report
 
 OnTrial = Callable[[int, str, TrialResult], None]
@@ -29,7 +29,7 @@ def verify(
     *,
     runner: TrialRunner,
     device: str | None = None,
-    repeats: int = 1,
+    repeats: int = DEFAULT_REPEATS,
     budget_s: float = 600.0,
     measure_seconds: float = 2.0,
     precision: float | None = DEFAULT_PRECISION,
