@@ -24,7 +24,6 @@ from autotune._atomic import write_text
 from autotune.errors import UsageError
 from autotune.trials import CACHE_PARTS, HOST_LOG_PREFIX
 
-DEFAULT_LIMIT_BYTES = 20 * 2**30
 MARKER = ".autotune-kernel-cache"
 _MARK = (
     "This folder is autotune's kernel cache: past --cache-limit, autotune removes the oldest "

@@ -20,6 +20,8 @@ from autotune._deadline import Deadline
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.scoring import DIRECTIONS, Objective
+from autotune.settings import DEFAULT
+from autotune.settings.rules import size
 from autotune.space import SearchSpace, space_from_dict
 from autotune.storage import (
     BASELINE_ATTR,
@@ -35,7 +37,7 @@ from autotune.storage import (
     settle,
     tell_record,
 )
-from autotune.study._cache import DEFAULT_LIMIT_BYTES, own
+from autotune.study._cache import own
 from autotune.study._events import Events
 from autotune.study._identity import device_type, local_settings
 from autotune.study._start_from import StartFrom
@@ -101,7 +103,7 @@ class SearchRequest:
     trust_model_path: bool = False
     allow_version_mismatch: bool = False
     allow_unsafe_knobs: tuple[str, ...] = ()
-    cache_limit_bytes: int = DEFAULT_LIMIT_BYTES
+    cache_limit_bytes: int = size(DEFAULT["cache_limit"])
     start_from: StartFrom | None = None
 
 
