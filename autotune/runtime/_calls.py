@@ -125,10 +125,13 @@ def _compile_parameters() -> frozenset[str]:
     return frozenset(inspect.signature(torch.compile).parameters)
 
 
-def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
+def set_around_calls(
+    compiled: torch.nn.Module, settings: CallSettings, attribute: str = "forward"
+) -> None:
     """Sets ``settings.dynamo``, ``settings.inductor`` and ``settings.precision`` around every
-    call of ``compiled`` (an ``OptimizedModule``), in the calling thread; nothing when all are
-    empty."""
+    call of ``compiled``, in the calling thread: its ``attribute``, the Dynamo-wrapped
+    callable (an ``OptimizedModule``'s ``forward``, a module compiled in place's
+    ``_compiled_call_impl``); nothing when all are empty."""
     if not settings.dynamo and not settings.inductor and not settings.precision:
         return
     # Torch reads its config while it traces and compiles, i.e. during the call, in the
@@ -138,7 +141,7 @@ def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
     # applying thread only.
     import torch._inductor.config as inductor_config
 
-    inner: Callable[..., Any] = compiled.forward
+    inner: Callable[..., Any] = getattr(compiled, attribute)
     held: list[_Values | _Precision] = [
         _values(module, values)
         for module, values in (
@@ -168,7 +171,7 @@ def set_around_calls(compiled: torch.nn.Module, settings: CallSettings) -> None:
             with _one_call_at_a_time():
                 return call(*args, **kwargs)
 
-    compiled.__dict__["forward"] = forward
+    compiled.__dict__[attribute] = forward
 
 
 class _Values:

@@ -118,8 +118,12 @@ def apply(
             signed with that key but changed since is refused when the file is read.
 
     Returns:
-        ``model`` itself for a ``do_not_compile`` decision or a regional scope; an
-        ``OptimizedModule`` wrapping it when the whole model is compiled; a
+        ``model`` itself for a ``do_not_compile`` decision, a regional scope, and a whole model
+        compiled: compiled in place (``Module.compile``), so that every method calling
+        ``self(...)`` (``model.generate()``, a training loop) runs the compiled code and its
+        ``state_dict`` keeps its keys; an ``OptimizedModule`` wrapping it when the whole
+        model's ``forward`` is torch's own (``nn.Sequential``: compiled in place, Dynamo
+        would compile nothing); a
         :class:`~autotune.runtime.aot.PackagedModule` wrapping it when the AOTInductor
         package serves (inference only: its outputs carry no autograd graph).
 
@@ -162,7 +166,7 @@ def apply(
             return packaged
     if best is not None and best.cache and cache is not False:
         _load_cache(best, config, cache, _model_device(model), strict)
-    compiled = _compile_scope(model, compile_config)  # checked above
+    compiled = _compile_scope(model, compile_config, in_place=True)  # checked above
     if warmup is not None:
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
@@ -298,14 +302,18 @@ def compile_module(
     return _compile_scope(model, config)
 
 
-def _compile_scope(model: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
-    """:func:`compile_module` of a config :func:`check_config` already passed."""
+def _compile_scope(
+    model: torch.nn.Module, config: CompileConfig, in_place: bool = False
+) -> torch.nn.Module:
+    """:func:`compile_module` of a config :func:`check_config` already passed; with
+    ``in_place``, a whole model whose ``forward`` is its own compiles in place (see
+    :func:`apply`)."""
     scope = config.scope
     _raise_for_paths(model, [p for p in scope.compile if p] + list(scope.disable))
     for path in scope.disable:
         _replace(model, path, torch.compiler.disable(_child(model, path)))
     if scope.compile == ("",):
-        return _compile_one(model, config)
+        return _compile_one(model, config, in_place=in_place and _own_forward(model))
     for path in scope.compile:
         _replace(model, path, _compile_one(_child(model, path), config))
     return model
@@ -363,14 +371,31 @@ def _choose(
     return choice.entry, True
 
 
-def _compile_one(module: torch.nn.Module, config: CompileConfig) -> torch.nn.Module:
+def _compile_one(
+    module: torch.nn.Module, config: CompileConfig, in_place: bool = False
+) -> torch.nn.Module:
+    """``module`` compiled: wrapped (an ``OptimizedModule``), or with ``in_place`` compiled
+    in place (``Module.compile``), so that every method of it calling ``self(...)``, a
+    ``generate()`` loop among them, runs the compiled code."""
     settings = call_settings(config)
     kwargs = {**config.compile_kwargs(), **settings.arguments}
     if config.backend == "openvino":
         kwargs["options"] = openvino_options(config)
+    if in_place:
+        module.compile(**kwargs)
+        set_around_calls(module, settings, "_compiled_call_impl")
+        return module
     compiled = cast(torch.nn.Module, torch.compile(module, **kwargs))
     set_around_calls(compiled, settings)
     return compiled
+
+
+def _own_forward(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s ``forward`` is defined outside torch: compiled in place, a built-in
+    module's (``nn.Sequential``, ``nn.Linear``) compiles no frame (Dynamo skips torch's own
+    files at the top), so such a model is wrapped instead."""
+    forward = getattr(type(model), "forward", None)
+    return not str(getattr(forward, "__module__", "torch")).startswith("torch.")
 
 
 def openvino_options(config: CompileConfig, cache_dir: str | None = None) -> dict[str, Any]:

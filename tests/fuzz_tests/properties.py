@@ -121,7 +121,7 @@ def apply_without_compiling(config: Mapping[str, Any], strict: bool) -> None:
     )
     apply_module._WARNED.clear()  # each input warns as if it came first
     with (
-        mock.patch.object(apply_module, "_compile_one", lambda module, config: module),
+        mock.patch.object(apply_module, "_compile_one", lambda module, config, **_: module),
         warnings.catch_warnings(),
     ):
         warnings.simplefilter("ignore", autotune.EnvironmentMismatchWarning)

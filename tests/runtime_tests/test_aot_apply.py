@@ -86,7 +86,7 @@ def test_a_changed_package_is_refused_and_a_training_model_compiles_instead(
 
     model = build_model(load_model_file(tmp_path / "tiny.py"), "cpu")
     compiled = autotune.apply(model, best, check_environment=False)  # train mode
-    assert type(compiled).__name__ == "OptimizedModule"
+    assert compiled is model and model._compiled_call_impl is not None  # compiled in place
 
     package = tmp_path / autotune.load(best).aot["path"]  # type: ignore[index]
     with open(package, "ab") as f:
@@ -96,9 +96,9 @@ def test_a_changed_package_is_refused_and_a_training_model_compiles_instead(
     # production keeps serving: a warning names the package, and the model compiles
     with pytest.warns(EnvironmentMismatchWarning, match=r"package is not used: .*SHA-256"):
         served = autotune.apply(model.eval(), best, check_environment=False)
-    assert type(served).__name__ == "OptimizedModule"
+    assert served is model and model._compiled_call_impl is not None
     # cache=False ignores the package, changed or not
-    assert type(autotune.apply(model.eval(), best, cache=False)).__name__ == "OptimizedModule"
+    assert autotune.apply(model.eval(), best, cache=False) is model
 
 
 def test_a_package_made_for_another_cpu_is_skipped_with_a_warning(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_a_package_made_for_another_cpu_is_skipped_with_a_warning(tmp_path: Path
     model = torch.nn.Linear(16, 8).eval()
     with pytest.warns(EnvironmentMismatchWarning, match="package was built elsewhere"):
         compiled = autotune.apply(model, best, check_environment=False)
-    assert type(compiled).__name__ == "OptimizedModule"
+    assert compiled is model and model._compiled_call_impl is not None  # compiled in place
 
 
 def test_no_package_for_a_regional_scope_and_the_output_says_why(tmp_path, capsys) -> None:

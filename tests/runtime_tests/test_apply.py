@@ -178,9 +178,57 @@ def _compile_best(model: torch.nn.Module, **overrides: object) -> BestConfig:
 def test_apply_whole_model_matches_eager() -> None:
     model, x = _net(), _x()
     expected = model(x)
+    keys = list(model.state_dict())
     compiled = autotune.apply(model, CompileConfig(backend="aot_eager", dynamic=False))
-    assert isinstance(compiled, OptimizedModule)
+    assert compiled is model and list(model.state_dict()) == keys  # compiled in place
     torch.testing.assert_close(compiled(x), expected, rtol=1e-5, atol=1e-6)
+    assert counters["stats"]["unique_graphs"] == 1
+
+
+class Decoder(torch.nn.Module):
+    """A model with a ``generate()`` loop that calls ``self(...)``, as transformers' do; each
+    step records whether Dynamo compiled it (a compiled call replays the record it traced)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = torch.nn.Linear(8, 8)
+        self.compiled: list[bool] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.compiled.append(torch.compiler.is_compiling())
+        return torch.tanh(self.step(x))
+
+    def generate(self, x: torch.Tensor, tokens: int) -> list[torch.Tensor]:
+        out = []
+        for _ in range(tokens):
+            x = self(x)
+            out.append(x)
+        return out
+
+
+def test_generate_on_the_applied_model_runs_the_compiled_code() -> None:
+    """Issue 43: the OptimizedModule apply used to return for a whole-model scope reached the
+    original module's ``generate``, whose ``self(...)`` ran eager: no graph in the loop."""
+    torch.manual_seed(0)
+    model, x = Decoder().eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        expected = model.generate(x, 5)
+        assert model.compiled == [False] * 5
+        model.compiled.clear()
+        fast = autotune.apply(model, CompileConfig(backend="eager", dynamic=False))
+        tokens = fast.generate(x, 5)
+    assert fast is model and model.compiled == [True] * 5  # every step ran compiled
+    for got, want in zip(tokens, expected, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_whole_model_whose_forward_is_torchs_own_is_wrapped_and_compiles() -> None:
+    """``nn.Sequential.compile()`` compiles no frame (Dynamo skips torch's own files at the
+    top): such a model is wrapped, as before."""
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()), torch.randn(2, 8)
+    compiled = autotune.apply(model, CompileConfig(backend="eager", dynamic=False))
+    assert isinstance(compiled, OptimizedModule)
+    compiled(x)
     assert counters["stats"]["unique_graphs"] == 1
 
 
@@ -327,7 +375,7 @@ def test_environment_mismatch_warns_once_and_still_applies() -> None:
     message = str(mismatches[0].message)
     assert "torch: tuned with '1.0.0'" in message
     assert "device_name: tuned with 'Other CPU'" in message
-    assert isinstance(first, OptimizedModule) and isinstance(second, OptimizedModule)
+    assert first is model and second is not model  # each compiled in place
     torch.testing.assert_close(first(x), expected)
 
 
@@ -427,10 +475,10 @@ def test_recompile_limit_reaches_the_compile(
     patched: list[dict[str, object]] = []
     real_set = _calls.set_around_calls
 
-    def set_spy(compiled: torch.nn.Module, settings: _calls.CallSettings) -> None:
+    def set_spy(compiled: torch.nn.Module, settings: _calls.CallSettings, *where: str) -> None:
         if settings.dynamo:
             patched.append(settings.dynamo)
-        real_set(compiled, settings)
+        real_set(compiled, settings, *where)
 
     monkeypatch.setattr(apply_module, "set_around_calls", set_spy)
     default_limit = torch._dynamo.config.recompile_limit
