@@ -88,7 +88,9 @@ def search_options(options: dict[str, Any], bundle: Path) -> SearchOptions:
     else ``$AUTOTUNE_STORAGE``, else the SQLite file in this folder)."""
     storage = options.get("storage") or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
     values = {**options, "model": str(bundle), "storage": storage}
-    return resolve(values, given={*options, "model"}, language=PYTHON)
+    # The keywords as given: the bundle's path is where the model is now, which a resumed
+    # study takes from this run without comparing it.
+    return resolve(values, given=set(options), language=PYTHON)
 
 
 def _run(args: SearchOptions) -> TuneResult:
