@@ -26,7 +26,7 @@ SETTINGS_ATTACKS = {
         "json_set(settings_json, '$.device', json('[1]'), '$.seed', 'x', '$.sampler', 1.5, "
         "'$.prune', 'no', '$.measure.warmup', json('{}'))",
         ["device must be a non-empty string, got [1]", "seed must be a whole number, got 'x'",
-         "sampler must be a non-empty string, got 1.5", "prune must be true or false, got 'no'",
+         "sampler must be one of tpe, random, got 1.5", "prune must be true or false, got 'no'",
          "measure.warmup must be a whole number, got {}"],
     ),
 }  # fmt: skip
