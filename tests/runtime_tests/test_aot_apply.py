@@ -111,7 +111,7 @@ def test_a_package_made_for_another_cpu_is_skipped_with_a_warning(tmp_path: Path
     model = torch.nn.Linear(16, 8).eval()
     with pytest.warns(EnvironmentMismatchWarning, match="package was built elsewhere"):
         compiled = autotune.apply(model, best, check_environment=False)
-    assert compiled is model and model._compiled_call_impl is not None  # compiled in place
+    assert type(compiled).__name__ == "OptimizedModule"  # nn.Linear's forward is torch's own
 
 
 def test_no_package_for_a_regional_scope_and_the_output_says_why(tmp_path, capsys) -> None:
