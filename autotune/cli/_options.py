@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from autotune._secrets import mask_url
 from autotune.errors import UsageError
-from autotune.settings import BY_FLAG, DEFAULT_STORAGE, KINDS, STORAGE_ENV, RuleError
+from autotune.settings import BY_FLAG, KINDS, RuleError, storage_url
 
 if TYPE_CHECKING:
     from autotune.trials import TrialRunner
@@ -154,7 +154,7 @@ def add_storage(p: argparse.ArgumentParser) -> None:
 def storage(args: argparse.Namespace) -> str:
     """The storage URL: --storage, else $AUTOTUNE_STORAGE (keeps passwords off the command
     line, where ps shows them), else the SQLite file in this folder."""
-    return str(args.storage or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE)
+    return storage_url(args.storage)
 
 
 def add_trial_processes(p: argparse.ArgumentParser) -> None:

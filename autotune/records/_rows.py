@@ -11,8 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from autotune.errors import UsageError
-
-_SHOWN = 80  # characters of a bad value a message quotes
+from autotune.settings import shown
 
 
 class HasEngine:
@@ -43,15 +42,6 @@ class StudyRowError(UsageError):
             f"({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}: "
             f"{'; '.join(self.problems)}). {remedy}"
         )
-
-
-def shown(value: Any) -> str:
-    """``value`` as a message quotes it: its repr, cut to a readable length, on one line."""
-    try:
-        text = repr(value).replace("\n", "\\n")
-    except (RecursionError, ValueError):  # nested too deep, an int with too many digits
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 def json_column(text: Any, column: str, kind: type = dict) -> tuple[Any, str | None]:

@@ -19,6 +19,7 @@ from autotune.settings._option import (
     TRIAL_HOSTS,
     WORKLOADS,
     Option,
+    storage_url,
     thorough_trials,
 )
 from autotune.settings._resolve import (
@@ -49,5 +50,5 @@ __all__ = [
     "KINDS", "LABELS", "MEASURE_SECONDS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
     "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "WORKLOADS", "Kind", "Language", "Option",
     "RuleError", "SearchOptions", "changeable_options", "kind_of", "pareto_problems",
-    "read_values", "resolve", "shown", "thorough_trials",
+    "read_values", "resolve", "shown", "storage_url", "thorough_trials",
 ]  # fmt: skip

@@ -24,10 +24,16 @@ class Kind:
     check: Callable[[Any], Any]
 
 
+_SHOWN = 80  # characters of a bad value a message quotes
+
+
 def shown(value: Any) -> str:
-    """A value as a message shows it, cut to a line."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """``value`` as a message quotes it: its repr, cut to a readable length, on one line."""
+    try:
+        text = repr(value).replace("\n", "\\n")
+    except (RecursionError, ValueError):  # nested too deep, an int with too many digits
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 def _whole_number(text: str) -> int:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 STORAGE_ENV = "AUTOTUNE_STORAGE"
+DEFAULT_STORAGE = "sqlite:///autotune.db"
 # The values of the options that take one of a few (what --help lists and every caller checks).
 TRIAL_HOSTS = ("preloaded", "fresh")
 WORKLOADS = ("infer", "train")
@@ -14,7 +16,15 @@ SAMPLERS = ("tpe", "random")
 SCOPES = ("search", "whole")
 PRESET_FINALISTS = ("best", "all")
 OBJECTIVES = ("latency", "throughput", "amortized")
-DEFAULT_STORAGE = "sqlite:///autotune.db"
+
+
+def storage_url(given: str | None) -> str:
+    """The storage a search uses: the one given (``--storage``, ``storage=``), else
+    ``$AUTOTUNE_STORAGE`` (keeps passwords off the command line, where ps shows them), else the
+    SQLite file in this folder."""
+    return given or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+
+
 # The timing of each trial (MeasureSettings.target_seconds, --measure-seconds).
 MEASURE_SECONDS = 2.0
 

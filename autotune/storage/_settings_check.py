@@ -10,7 +10,6 @@ problem per bad setting, each naming the setting and its value.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -19,33 +18,21 @@ from autotune.errors import UsageError
 from autotune.records import shown
 from autotune.scope import ScopePlan
 from autotune.scoring import Objective, PickRule, parse_axes
-from autotune.settings import SEARCH_OPTIONS, Kind, kind_of, pareto_problems, rules
+from autotune.settings import KINDS, SEARCH_OPTIONS, Kind, kind_of, pareto_problems, rules
 from autotune.trials import MeasureSettings
 
 Check = Callable[[Any], None]  # raises rules.RuleError saying what is wrong
 
 
-def _whole(rule: Callable[[int], object] | None = None) -> Check:
+def _kind(name: str) -> Check:
+    """Read by the settings table's kind ``name`` (:data:`autotune.settings.KINDS`), as a
+    value an option takes is read."""
+    return _read_by(KINDS[name])
+
+
+def _read_by(kind: Kind) -> Check:
     def check(value: Any) -> None:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise rules.RuleError(f"must be a whole number, got {shown(value)}")
-        if rule is not None:
-            rule(value)
-
-    return check
-
-
-def _number(rule: Callable[[float], object]) -> Check:
-    def check(value: Any) -> None:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise rules.RuleError(f"must be a number, got {shown(value)}")
-        try:
-            number = float(value)
-        except OverflowError:  # a whole number past any float: as large as a float gets
-            number = math.inf if value > 0 else -math.inf
-        if math.isnan(number):
-            raise rules.RuleError(f"must be a number, got {shown(value)}")
-        rule(number)
+        kind.check(value)
 
     return check
 
@@ -65,11 +52,9 @@ def _optional(check: Check) -> Check:
 
 
 def _batch_sizes(value: Any) -> None:
-    if not isinstance(value, list):
+    if not isinstance(value, list):  # a row holds the list, never --batch-sizes' one number
         raise rules.RuleError(f"must be a list of batch sizes, got {shown(value)}")
-    for size in value:
-        _whole()(size)
-    rules.distinct_positive_ints(value)
+    KINDS["positive_ints"].check(value)
 
 
 def _axes(value: Any) -> None:
@@ -106,14 +91,14 @@ def _scope_plan(value: Any) -> None:
 
 
 MEASURE_RULES: dict[str, Check] = {
-    "warmup": _whole(rules.non_negative_int),
-    "min_rounds": _whole(rules.positive_int),
-    "max_rounds": _whole(rules.positive_int),
-    "target_seconds": _number(rules.positive_float),
-    "precision": _optional(_number(rules.fraction)),
-    "max_seconds": _optional(_number(rules.positive_float)),
-    "stop_below": _optional(_number(rules.positive_float)),
-    "screen_seconds": _optional(_number(rules.positive_float)),
+    "warmup": _kind("non_negative_int"),
+    "min_rounds": _kind("positive_int"),
+    "max_rounds": _kind("positive_int"),
+    "target_seconds": _kind("positive_float"),
+    "precision": _optional(_kind("fraction")),
+    "max_seconds": _optional(_kind("positive_float")),
+    "stop_below": _optional(_kind("positive_float")),
+    "screen_seconds": _optional(_kind("positive_float")),
 }
 # The settings a row holds that no option sets: what the study was made with.
 STORED_ONLY: dict[str, Check] = {
@@ -131,7 +116,7 @@ STORED_FORMS: dict[str, Check] = {
     "axes": _axes,
     "pick_rule": _pick,
     "ints": _batch_sizes,
-    "bytes": _whole(rules.non_negative_int),
+    "bytes": _kind("non_negative_int"),
 }
 
 
@@ -146,13 +131,6 @@ def field_rules(optional: Collection[str]) -> dict[str, Check]:
         check = STORED_FORMS[option.stored] if option.stored else _read_by(kind_of(option))
         found[option.field] = _optional(check) if option.field in optional else check
     return found
-
-
-def _read_by(kind: Kind) -> Check:
-    def check(value: Any) -> None:
-        kind.check(value)
-
-    return check
 
 
 # Settings a row must hold: those without a default, and how trials are timed (every row

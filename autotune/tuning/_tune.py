@@ -13,7 +13,7 @@ from autotune import _faults
 from autotune._printable import say
 from autotune._secrets import mask_text
 from autotune.errors import UsageError
-from autotune.settings import DEFAULT_STORAGE, PYTHON, STORAGE_ENV, SearchOptions, resolve
+from autotune.settings import PYTHON, SearchOptions, resolve, storage_url
 from autotune.tuning._result import TuneResult
 
 # Where the model bundles go, beside the default storage (autotune.db) in this folder.
@@ -86,8 +86,7 @@ def tune(
 def search_options(options: dict[str, Any], bundle: Path) -> SearchOptions:
     """The search of these keyword arguments on the model ``bundle`` (the storage: ``storage=``,
     else ``$AUTOTUNE_STORAGE``, else the SQLite file in this folder)."""
-    storage = options.get("storage") or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
-    values = {**options, "model": str(bundle), "storage": storage}
+    values = {**options, "model": str(bundle), "storage": storage_url(options.get("storage"))}
     # The keywords as given: the bundle's path is where the model is now, which a resumed
     # study takes from this run without comparing it.
     return resolve(values, given=set(options), language=PYTHON)
