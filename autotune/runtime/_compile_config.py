@@ -85,12 +85,18 @@ class CompileConfig:
         fullgraph: ``torch.compile(fullgraph=...)``.
         options: Resolved Inductor options (mode preset included), passed as ``options=``.
         dynamo: ``torch._dynamo.config`` settings patched around every call of a compiled region.
+        functorch: ``torch._functorch.config`` settings (AOTAutograd and its partitioner:
+            ``activation_memory_budget``) set around every call of a compiled region, where
+            the forward and backward graphs are traced and partitioned.
         scope: Which modules are compiled and which are kept eager.
         precision: How the config changes numerics on purpose, set around every call of a
             compiled region: ``autocast`` (``"bfloat16"``, ``"float16"``: the dtype of an
             autocast region on the model's device) and ``matmul`` (``"high"``, ``"medium"``:
             ``torch.set_float32_matmul_precision``, TF32 on CUDA, bf16 matmuls through oneDNN
             on CPU). Empty: as eager. Searched only under an accuracy contract.
+        train: How a training step runs beside the compiled model: ``optimizer``
+            (``"compiled"``: ``optimizer.step`` runs through ``torch.compile``, see
+            :func:`autotune.apply_optimizer`). Empty: as the user's loop runs it.
     """
 
     backend: str = "inductor"
@@ -101,6 +107,8 @@ class CompileConfig:
     dynamo: dict[str, Any] = field(default_factory=dict)
     scope: Scope = field(default_factory=Scope)
     precision: dict[str, Any] = field(default_factory=dict)
+    functorch: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         raw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -110,6 +118,8 @@ class CompileConfig:
         object.__setattr__(self, "options", _json_copy(self.options))
         object.__setattr__(self, "dynamo", _json_copy(self.dynamo))
         object.__setattr__(self, "precision", _json_copy(self.precision))
+        object.__setattr__(self, "functorch", _json_copy(self.functorch))
+        object.__setattr__(self, "train", _json_copy(self.train))
         if isinstance(self.scope, Mapping):
             object.__setattr__(self, "scope", _build_scope(self.scope))
 
@@ -117,8 +127,9 @@ class CompileConfig:
         return hash(self.config_hash())
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form, keys in a stable order (options and dynamo sorted); ``precision``
-        only when set, so that a config tuned before precision existed keeps its hash."""
+        """The JSON form, keys in a stable order (options and dynamo sorted); ``precision``,
+        ``functorch`` and ``train`` only when set, so that a config that sets none of them
+        keeps the hash it had before they existed."""
         d = {
             "backend": self.backend,
             "mode": self.mode,
@@ -130,6 +141,10 @@ class CompileConfig:
         }
         if self.precision:
             d["precision"] = {k: self.precision[k] for k in sorted(self.precision)}
+        if self.functorch:
+            d["functorch"] = {k: _json_copy(self.functorch[k]) for k in sorted(self.functorch)}
+        if self.train:
+            d["train"] = {k: self.train[k] for k in sorted(self.train)}
         return d
 
     @property
@@ -164,6 +179,7 @@ class CompileConfig:
         extra = {k: v for k, v in self.options.items() if k not in preset or preset[k] != v}
         parts += [f"{k}={_brief_value(v)}" for k, v in sorted(extra.items())]
         parts += [f"dynamo.{k}={_brief_value(v)}" for k, v in sorted(self.dynamo.items())]
+        parts += [f"functorch.{k}={_brief_value(v)}" for k, v in sorted(self.functorch.items())]
         if self.scope.kind != "whole":
             parts.append(f"scope={_brief_paths(self.scope.compile)}")
         if self.scope.disable:
@@ -172,6 +188,8 @@ class CompileConfig:
             parts.append(f"autocast={self.precision['autocast']}")
         if "matmul" in self.precision:
             parts.append(f"matmul={self.precision['matmul']}")
+        if "optimizer" in self.train:
+            parts.append(f"optimizer={self.train['optimizer']}")
         return " ".join(parts)
 
     def compile_kwargs(self) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 COMPILE_KEYS = (
-    "backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "scope", "precision",
+    "backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "functorch", "scope",
+    "precision", "train",
 )  # fmt: skip
 # How a config changes precision (absent: as eager, float32 at "highest"): the dtype of an
 # autocast region around each call, and torch's float32 matmul precision during each call.
@@ -22,6 +23,9 @@ PRECISION_VALUES = {
     "autocast": ("bfloat16", "float16"),
     "matmul": ("high", "medium"),
 }
+# How a training step runs beside the compiled model (absent: as the user's loop runs it):
+# ``optimizer`` "compiled" runs ``optimizer.step`` through ``torch.compile``.
+TRAIN_VALUES = {"optimizer": ("compiled",)}
 BEST_REQUIRED = ("schema_version", "autotune_version", "decision", "reason", "config")
 BEST_OPTIONAL = (
     "config_hash", "metrics", "environment", "model", "workload", "source", "cache", "aot",
@@ -144,25 +148,34 @@ def compile_problems(d: Any, where: str) -> list[str]:
         problems.append(expect(f"{where}.dynamic", d["dynamic"], "true, false or null"))
     if "fullgraph" in d and not isinstance(d["fullgraph"], bool):
         problems.append(expect(f"{where}.fullgraph", d["fullgraph"], "true or false"))
-    for key in ("options", "dynamo"):
+    for key in ("options", "dynamo", "functorch"):
         if key in d:
             problems += _json_dict_problems(d[key], f"{where}.{key}")
     if "scope" in d:
         problems += scope_problems(d["scope"], f"{where}.scope")
     if "precision" in d:
         problems += precision_problems(d["precision"], f"{where}.precision")
+    if "train" in d:
+        problems += _choice_problems(d["train"], TRAIN_VALUES, f"{where}.train", "as eager")
     return problems
 
 
 def precision_problems(d: Any, where: str) -> list[str]:
     """Problems of a config's ``precision`` (see :data:`PRECISION_VALUES`)."""
+    return _choice_problems(d, PRECISION_VALUES, where, "as eager")
+
+
+def _choice_problems(
+    d: Any, values: Mapping[str, tuple[str, ...]], where: str, absent: str
+) -> list[str]:
     if not isinstance(d, Mapping):
-        return [expect(where, d, 'an object like {"autocast": "bfloat16"}')]
-    problems = _key_problems(d, tuple(PRECISION_VALUES), where)
-    for key, allowed in PRECISION_VALUES.items():
+        key, allowed = next(iter(values.items()))
+        return [expect(where, d, f"an object like {{{key!r}: {allowed[0]!r}}}")]
+    problems = _key_problems(d, tuple(values), where)
+    for key, allowed in values.items():
         if key in d and d[key] not in allowed:
             listed = " or ".join(map(repr, allowed))
-            problems.append(expect(f"{where}.{key}", d[key], f"{listed} (absent: as eager)"))
+            problems.append(expect(f"{where}.{key}", d[key], f"{listed} (absent: {absent})"))
     return problems
 
 
