@@ -31,6 +31,7 @@ from autotune.runtime.config import (
 
 if TYPE_CHECKING:
     from autotune.runtime.apply import apply
+    from autotune.runtime.optimizer import apply_optimizer
     from autotune.tuning import TuneResult, tune
 
 from autotune._version import VERSION as __version__
@@ -47,6 +48,7 @@ __all__ = [
     "UnsafeKnobError",
     "__version__",
     "apply",
+    "apply_optimizer",
     "load",
     "tune",
 ]
@@ -58,6 +60,10 @@ def __getattr__(name: str) -> Any:
         from autotune.runtime.apply import apply
 
         return apply
+    if name == "apply_optimizer":
+        from autotune.runtime.optimizer import apply_optimizer
+
+        return apply_optimizer
     if name in ("tune", "TuneResult"):  # the search: Optuna, SQLAlchemy, the trial runners
         import autotune.tuning
 

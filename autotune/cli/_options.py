@@ -194,10 +194,10 @@ def add_allow_unsafe(p: argparse.ArgumentParser, what: str) -> None:
 
 def _knob_param(text: str) -> str:
     layer, _, name = text.partition(".")
-    if layer not in ("inductor", "dynamo", "backend") or not name:
+    if layer not in ("inductor", "dynamo", "functorch", "backend") or not name:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a knob: write inductor.NAME or dynamo.NAME (inductor.cpp.cxx), "
-            "or backend.NAME for a backend"
+            f"{text!r} is not a knob: write inductor.NAME, dynamo.NAME or functorch.NAME "
+            "(inductor.cpp.cxx), or backend.NAME for a backend"
         )
     return text
 

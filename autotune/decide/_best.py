@@ -310,7 +310,7 @@ def error_metrics(accuracy: Any) -> dict[str, float]:
     if not isinstance(accuracy, dict):
         return {}
     found = {}
-    for name in ("max_abs", "max_rel", "cosine", "accuracy"):
+    for name in ("max_abs", "max_rel", "cosine", "accuracy", "loss_rel", "grad_cosine"):
         value = accuracy.get(name, accuracy.get(f"{name}_diff"))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if math.isfinite(value):

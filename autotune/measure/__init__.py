@@ -12,11 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from autotune.measure._contract import (
+        INFERENCE_METRICS,
+        TRAINING_METRICS,
         Contract,
         ContractError,
         Verdict,
         parse_contract,
         report_errors,
+        training_errors,
+        workload_problems,
     )
     from autotune.measure.accuracy import (
         TOLERANCES,
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
 _NAMES = {
     "Contract": "_contract", "ContractError": "_contract", "Verdict": "_contract",
     "parse_contract": "_contract", "report_errors": "_contract",
+    "INFERENCE_METRICS": "_contract", "TRAINING_METRICS": "_contract",
+    "training_errors": "_contract", "workload_problems": "_contract",
     "TOLERANCES": "accuracy", "AccuracyReport": "accuracy", "clone_outputs": "accuracy",
     "compare_outputs": "accuracy", "tolerance_for": "accuracy",
     "peak_memory_bytes": "memory", "reset_peak_memory": "memory",
@@ -39,10 +45,11 @@ _NAMES = {
 }  # fmt: skip
 
 __all__ = [
-    "TOLERANCES", "AccuracyReport", "Contract", "ContractError", "Stats", "Timing", "Verdict",
-    "clone_outputs", "compare_outputs", "interleaved_timing", "parse_contract",
-    "peak_memory_bytes", "report_errors", "reset_peak_memory", "time_first_call",
-    "tolerance_for",
+    "INFERENCE_METRICS", "TOLERANCES", "TRAINING_METRICS", "AccuracyReport", "Contract",
+    "ContractError", "Stats", "Timing", "Verdict", "clone_outputs", "compare_outputs",
+    "interleaved_timing", "parse_contract", "peak_memory_bytes", "report_errors",
+    "reset_peak_memory", "time_first_call", "tolerance_for", "training_errors",
+    "workload_problems",
 ]  # fmt: skip
 
 

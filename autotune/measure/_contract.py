@@ -2,7 +2,8 @@
 be when it changes numerics on purpose (bf16 autocast, a lower matmul precision, a backend's
 own precision, fast math).
 
-A contract is clauses joined by commas, all of which must hold::
+A contract is clauses joined by commas, all of which must hold. An inference contract
+(``--workload infer``) judges the outputs of a sweep::
 
     max_abs<=1e-2               largest |actual - expected| over every float element
     max_rel<=5e-2               largest |actual - expected| / |expected|
@@ -12,7 +13,14 @@ A contract is clauses joined by commas, all of which must hold::
                                 (a task metric: top-1 agreement, a perplexity delta), the
                                 worst over the calls of one sweep; ``<=`` for an error
 
-Integer and bool outputs must match eager exactly under any contract, and the output's
+A training contract (``--workload train``) judges the first steps instead, and is the only
+kind a training workload takes (fp32 output tolerances say nothing about a step)::
+
+    loss_rel<=2e-2              largest |loss - eager's loss| / |eager's loss| over the steps
+    grad_cosine>=0.99           lowest cosine similarity of a parameter's gradient (flattened)
+                                with eager's, over every parameter and step
+
+Integer and bool outputs must match eager exactly under any inference contract, and the output's
 structure must be eager's; a float tensor may come back in another float dtype (autocast
 returns bf16 where eager returns float32), which is reported. A NaN or infinity where eager has
 a finite value fails every contract. Every trial records each metric, named or not.
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,11 +39,18 @@ if TYPE_CHECKING:
     from autotune.measure.accuracy import AccuracyReport
 
 # Metric -> the only comparison that makes sense for it.
-BOUNDS = {"max_abs": "<=", "max_rel": "<=", "cosine": ">=", "accuracy": None}
+BOUNDS = {
+    "max_abs": "<=", "max_rel": "<=", "cosine": ">=", "accuracy": None,
+    "loss_rel": "<=", "grad_cosine": ">=",
+}  # fmt: skip
 TOLERANCES = ("rtol", "atol")
 CUSTOM = "accuracy"
-_NAMES = (*BOUNDS, *TOLERANCES)
+INFERENCE_METRICS = ("max_abs", "max_rel", "cosine", CUSTOM, *TOLERANCES)
+TRAINING_METRICS = ("loss_rel", "grad_cosine")
+TRAINING_EXAMPLE = "loss_rel<=0.02,grad_cosine>=0.99"
+_NAMES = (*INFERENCE_METRICS, *TRAINING_METRICS)
 _INFINITE = (math.inf, math.inf)
+_TINY = sys.float_info.min
 
 
 class ContractError(ValueError):
@@ -87,6 +103,11 @@ class Contract:
         return given.get("rtol", 0.0), given.get("atol", 0.0)
 
     @property
+    def training(self) -> bool:
+        """Whether every clause judges a training step (``loss_rel``, ``grad_cosine``)."""
+        return bool(self.clauses) and all(c.metric in TRAINING_METRICS for c in self.clauses)
+
+    @property
     def custom(self) -> Clause | None:
         """The clause on the model file's ``accuracy`` function, if any."""
         return next((c for c in self.clauses if c.metric == CUSTOM), None)
@@ -125,13 +146,150 @@ class Contract:
         if not report.ok:
             return Verdict(False, errors, report.detail)
         failed = [c for c in self.clauses if c.op != "=" and not c.holds(errors.get(c.metric))]
-        if failed:
-            measured = "; ".join(
-                f"{c.metric} measured {_show(errors.get(c.metric))}" for c in failed
+        return self._verdict(errors, failed)
+
+    def judge_steps(self, expected: Sequence[Any], actual: Sequence[Any]) -> Verdict:
+        """Judges the first training steps by the contract's training clauses (the others are
+        judged on outputs by :meth:`judge`).
+
+        Args:
+            expected: Eager fp32's step records (``.loss``, ``.grads``), one per step.
+            actual: The configuration's step records, as many.
+
+        Raises:
+            ContractError: When the contract states no training clause.
+        """
+        clauses = [c for c in self.clauses if c.metric in TRAINING_METRICS]
+        if not clauses:
+            raise ContractError(
+                f"the accuracy contract {self} states no training clause, so it cannot judge a "
+                f"training step; state loss_rel<=X and grad_cosine>=X, e.g. {TRAINING_EXAMPLE!r}"
             )
-            detail = f"outside the accuracy contract {self}: {measured}"
-            return Verdict(False, errors, detail)
-        return Verdict(True, errors)
+        errors = training_errors(expected, actual)
+        return self._verdict(errors, [c for c in clauses if not c.holds(errors.get(c.metric))])
+
+    def _verdict(self, errors: dict[str, Any], failed: list[Clause]) -> Verdict:
+        if not failed:
+            return Verdict(True, errors)
+        measured = "; ".join(f"{c.metric} measured {_measured(c, errors)}" for c in failed)
+        return Verdict(False, errors, f"outside the accuracy contract {self}: {measured}")
+
+
+def workload_problems(
+    contract: Contract, workload: str, *, shown: Callable[[str], str] = repr
+) -> list[str]:
+    """What keeps ``contract`` from judging ``workload`` (``"infer"`` or ``"train"``): a
+    training workload is judged by ``loss_rel`` and ``grad_cosine`` only, an inference one by
+    every other clause. Empty when it fits; one message however many clauses do not.
+
+    Args:
+        contract: The contract stated.
+        workload: ``"infer"`` or ``"train"``.
+        shown: How the remedy shows a contract to state (``--accuracy 'cosine>=0.999'`` on
+            the command line); quoted by default.
+    """
+    training = workload == "train"
+    wrong = [c for c in contract.clauses if (c.metric in TRAINING_METRICS) != training]
+    if not wrong:
+        return []
+    if len(wrong) == len(contract.clauses):
+        what, verb = f"the accuracy contract {contract}", "judges"
+    else:
+        named = ", ".join(map(str, wrong))
+        what = f"{named} in the accuracy contract {contract}"
+        verb = "judges" if len(wrong) == 1 else "judge"
+    if training:
+        return [
+            f"{what} {verb} an inference workload's outputs, but a training workload is judged "
+            "by its first steps' loss and gradients against eager fp32 (loss_rel<=X, "
+            "grad_cosine>=X), never by fp32 output tolerances; state e.g. "
+            f"{shown(TRAINING_EXAMPLE)}"
+        ]
+    return [
+        f"{what} {verb} a training step, but an inference workload is judged by its outputs "
+        "against eager fp32 (max_abs<=X, max_rel<=X, cosine>=X, rtol=R,atol=A or "
+        f"accuracy>=X); state e.g. {shown('cosine>=0.999')}"
+    ]
+
+
+def training_errors(expected: Sequence[Any], actual: Sequence[Any]) -> dict[str, Any]:
+    """The training metrics of steps compared with eager fp32's, as recorded with the trial.
+
+    Args:
+        expected: Eager's step records, each with ``.loss`` (a one-element tensor) and
+            ``.grads`` (parameter name -> its gradient, or None).
+        actual: The configuration's step records, as many, with the same parameters.
+
+    Returns:
+        ``loss_rel``: the largest ``|loss - expected| / max(|expected|, tiny)`` over the steps
+        (inf for a NaN or infinity where eager's is finite); ``grad_cosine``: the lowest cosine
+        similarity of a gradient with eager's (1.0 both all-zero, 0.0 one missing or all-zero,
+        -1.0 a NaN or infinity where eager's is finite) and ``grad_worst``, its parameter. A
+        metric nothing measured (no steps, no gradient on either side) is None, which no
+        clause holds.
+
+    Raises:
+        ValueError: When the step counts differ.
+    """
+    if len(expected) != len(actual):
+        raise ValueError(
+            f"training steps are compared one for one, got {len(expected)} eager steps and "
+            f"{len(actual)} of the configuration; record as many of each"
+        )
+    loss_rel: float | None = None
+    cosine: float | None = None
+    worst = ""
+    for want, got in zip(expected, actual, strict=True):
+        rel = _loss_rel(want.loss, got.loss)
+        loss_rel = rel if loss_rel is None else max(loss_rel, rel)
+        for name in sorted(want.grads.keys() | got.grads.keys()):
+            value = _grad_cosine(want.grads.get(name), got.grads.get(name))
+            if value is not None and (cosine is None or value < cosine):
+                cosine, worst = value, name
+    errors: dict[str, Any] = {"loss_rel": loss_rel, "grad_cosine": cosine}
+    if cosine is not None:
+        errors["grad_worst"] = worst
+    return errors
+
+
+def _loss_rel(expected: Any, actual: Any) -> float:
+    want, got = _scalar(expected), _scalar(actual)
+    if not math.isfinite(want):
+        same = want == got or (math.isnan(want) and math.isnan(got))
+        return 0.0 if same else math.inf
+    if not math.isfinite(got):
+        return math.inf
+    return abs(got - want) / max(abs(want), _TINY)
+
+
+def _scalar(loss: Any) -> float:
+    flat = loss.detach().reshape(-1)
+    if flat.numel() != 1:
+        raise ValueError(f"a step's loss must have one element, got shape {tuple(loss.shape)}")
+    return float(flat.double().item())
+
+
+def _grad_cosine(expected: Any, actual: Any) -> float | None:
+    import torch
+
+    if expected is None or actual is None:
+        return None if expected is None and actual is None else 0.0
+    if expected.shape != actual.shape:
+        return 0.0
+    want = expected.detach().reshape(-1).to(torch.float64)
+    got = actual.detach().reshape(-1).to(torch.float64)
+    bad = ~torch.isfinite(want)
+    if not torch.equal(bad, ~torch.isfinite(got)):
+        return -1.0  # a NaN or infinity on one side only
+    if not torch.equal(want[bad].nan_to_num(0.0), got[bad].nan_to_num(0.0)):
+        return -1.0  # both non-finite, but not the same value
+    want, got = want[~bad], got[~bad]
+    norms = float(want.norm()), float(got.norm())
+    if norms == (0.0, 0.0):
+        return 1.0
+    if 0.0 in norms:
+        return 0.0
+    return max(-1.0, min(1.0, float(want @ got) / (norms[0] * norms[1])))
 
 
 def report_errors(report: AccuracyReport) -> dict[str, Any]:
@@ -171,7 +329,8 @@ def parse_contract(spec: str) -> Contract:
             f"the accuracy contract {spec!r} cannot be read: {'; '.join(problems)}. Write "
             "clauses such as max_abs<=1e-2, max_rel<=5e-2, cosine>=0.999, rtol=1e-2,atol=1e-3 "
             f"or {CUSTOM}>=0.99 (the model file's {CUSTOM}(output, reference) function), "
-            "joined by commas."
+            f"joined by commas; for --workload train, loss_rel<=X and grad_cosine>=X "
+            f"(e.g. {TRAINING_EXAMPLE})."
         )
     return Contract(tuple(clauses))
 
@@ -201,9 +360,9 @@ def _clause(text: str) -> tuple[Clause | None, str]:
     if op != wanted:
         shape = f"{name}{wanted}X" if wanted else f"{name}>=X or {name}<=X"
         return None, f"{text!r}: write {shape}"
-    if name in ("max_abs", "max_rel", *TOLERANCES) and value < 0:
+    if name in ("max_abs", "max_rel", "loss_rel", *TOLERANCES) and value < 0:
         return None, f"{text!r}: {name} cannot be negative"
-    if name == "cosine" and not -1.0 <= value <= 1.0:
+    if name in ("cosine", "grad_cosine") and not -1.0 <= value <= 1.0:
         return None, f"{text!r}: a cosine similarity lies in [-1, 1]"
     return Clause(name, op, value), ""
 
@@ -212,4 +371,14 @@ def _show(value: Any) -> str:
     return "nothing" if value is None else f"{value:.4g}"
 
 
-__all__ = ["Clause", "Contract", "ContractError", "Verdict", "parse_contract", "report_errors"]
+def _measured(clause: Clause, errors: dict[str, Any]) -> str:
+    shown = _show(errors.get(clause.metric))
+    if clause.metric == "grad_cosine" and errors.get("grad_worst"):
+        return f"{shown} (parameter {errors['grad_worst']!r})"
+    return shown
+
+
+__all__ = [
+    "INFERENCE_METRICS", "TRAINING_METRICS", "Clause", "Contract", "ContractError", "Verdict",
+    "parse_contract", "report_errors", "training_errors", "workload_problems",
+]  # fmt: skip

@@ -221,7 +221,8 @@ def config_knobs(config: dict[str, Any] | None) -> dict[str, Any]:
     (``"auto"`` where the config's is None: torch's automatic dynamic shapes, as a space spells
     it), ``compile.fullgraph``, each option under its backend's layer (``inductor.freezing``,
     ``openvino.aot_autograd``: the options a mode turns on included, those at torch's default
-    left out, as the config stores them), each Dynamo setting (``dynamo.recompile_limit``),
+    left out, as the config stores them), each Dynamo setting (``dynamo.recompile_limit``) and
+    functorch setting (``functorch.activation_memory_budget``),
     ``precision.autocast``/``precision.matmul`` where set, and the scope: ``scope.compile`` and
     ``scope.disable``, module paths joined by commas (``<root>``: the whole model; empty: none
     kept eager). Empty for eager (None)."""
@@ -237,6 +238,7 @@ def config_knobs(config: dict[str, Any] | None) -> dict[str, Any]:
     }
     knobs.update({f"{backend}.{k}": v for k, v in (config.get("options") or {}).items()})
     knobs.update({f"dynamo.{k}": v for k, v in (config.get("dynamo") or {}).items()})
+    knobs.update({f"functorch.{k}": v for k, v in (config.get("functorch") or {}).items()})
     knobs.update({f"precision.{k}": v for k, v in (config.get("precision") or {}).items()})
     scope = config.get("scope") or {}
     compiled = scope.get("compile", [""])

@@ -69,14 +69,16 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
 
 
 def set_knobs(config: CompileConfig) -> list[tuple[str, Any]]:
-    """The Inductor options beyond the mode's preset, and the Dynamo settings, by knob name
-    (``inductor.freezing``, ``dynamo.recompile_limit``)."""
+    """The Inductor options beyond the mode's preset, and the Dynamo and functorch settings, by
+    knob name (``inductor.freezing``, ``dynamo.recompile_limit``,
+    ``functorch.activation_memory_budget``)."""
     import torch._inductor
 
     preset = torch._inductor.list_mode_options(config.mode) if config.backend == "inductor" else {}
     knobs = [(f"inductor.{k}", v) for k, v in sorted(config.options.items())
              if k not in preset or preset[k] != v]  # fmt: skip
     knobs += [(f"dynamo.{k}", v) for k, v in sorted(config.dynamo.items())]
+    knobs += [(f"functorch.{k}", v) for k, v in sorted(config.functorch.items())]
     return knobs
 
 
@@ -248,7 +250,8 @@ def error_line(metrics: dict[str, Any]) -> str:
     0.99998``; empty for a file written before they were recorded."""
     parts = []
     for name, shown in (("max_abs", ".2g"), ("max_rel", ".2g"), ("cosine", ".6f"),
-                        ("accuracy", ".4g")):  # fmt: skip
+                        ("accuracy", ".4g"), ("loss_rel", ".2g"),
+                        ("grad_cosine", ".6f")):  # fmt: skip
         value = metrics.get(f"error_{name}")
         if isinstance(value, (int, float)):
             parts.append(f"{name} {value:{shown}}")

@@ -53,12 +53,14 @@ def _error(r: TrialRecord) -> str:
     accuracy = r.result.get("accuracy")
     if not isinstance(accuracy, dict) or "contract" not in accuracy:
         return ""
-    cosine, max_abs = accuracy.get("cosine"), accuracy.get("max_abs")
     shown = []
-    if isinstance(cosine, (int, float)):
-        shown.append(f"cos {cosine:.6f}")
-    if isinstance(max_abs, (int, float)):
-        shown.append(f"abs {max_abs:.1e}")
+    for name, label, form in (
+        ("cosine", "cos", ".6f"), ("max_abs", "abs", ".1e"),
+        ("loss_rel", "loss", ".1e"), ("grad_cosine", "grad cos", ".6f"),
+    ):  # fmt: skip
+        value = accuracy.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            shown.append(f"{label} {value:{form}}")
     return f"  err {' '.join(shown)}" if shown else ""
 
 

@@ -15,11 +15,16 @@ Torch reads some Inductor options elsewhere, from the global config (torch 2.13,
   the other CUDA-graph options at run time, in the CUDA-graph trees.
 - ``fallback_random``, in a functorch pass.
 
-Those options (:func:`read_outside_compile`) and the Dynamo settings that ``torch.compile``
-does not take as arguments are set around every call of the compiled region: the span of its
-first trace and compile, of every recompile, and of the run. torch >= 2.12 keeps config per
-thread, so only the calling thread sees them; older torch keeps it process-wide, and calls of
-such regions then run one at a time.
+Those options (:func:`read_outside_compile`), the Dynamo settings that ``torch.compile`` does
+not take as arguments, and a config's ``functorch`` settings (``torch._functorch.config``:
+AOTAutograd and its partitioner, which no backend takes as options) are set around every call
+of the compiled region: the span of its first trace and compile, of every recompile, and of
+the run. The partitioner splits the joint graph into forward and backward while the first call
+traces, so ``activation_memory_budget`` (what the forward saves for the backward, and what the
+backward recomputes) is decided inside that span; the backward's own compile, which torch
+defers to the first backward, runs outside it. torch >= 2.12 keeps config per thread, so
+only the calling thread sees them; older torch keeps it process-wide, and calls of such
+regions then run one at a time.
 
 A config's ``precision`` is set the same way: an autocast region on the module's device (kept
 per thread by torch), and ``torch.set_float32_matmul_precision``, which torch keeps
@@ -65,17 +70,20 @@ def read_outside_compile(key: str) -> bool:
 
 @dataclass(frozen=True)
 class CallSettings:
-    """How a config's settings reach torch: ``arguments`` go to ``torch.compile``; ``dynamo``
-    and ``inductor`` are set around every call of the compiled region."""
+    """How a config's settings reach torch: ``arguments`` go to ``torch.compile``; ``dynamo``,
+    ``inductor``, ``functorch`` and ``precision`` are set around every call of the compiled
+    region."""
 
     arguments: dict[str, Any] = field(default_factory=dict)
     dynamo: dict[str, Any] = field(default_factory=dict)
     inductor: dict[str, Any] = field(default_factory=dict)
     precision: dict[str, Any] = field(default_factory=dict)
+    functorch: dict[str, Any] = field(default_factory=dict)
 
 
 def call_settings(config: CompileConfig) -> CallSettings:
-    """Splits ``config``'s Dynamo settings and Inductor options by where torch reads them."""
+    """Splits ``config``'s Dynamo settings and Inductor options by where torch reads them; its
+    functorch settings are all read outside any compile's options."""
     accepted = _compile_parameters()
     arguments: dict[str, Any] = {}
     dynamo: dict[str, Any] = {}
@@ -91,7 +99,9 @@ def call_settings(config: CompileConfig) -> CallSettings:
         inductor = {k: v for k, v in config.options.items() if read_outside_compile(k)}
         if inductor.get("freezing") and config.scope.compile != ("",):
             _a_graph_per_region(config, accepted, arguments, dynamo)
-    return CallSettings(arguments, dynamo, inductor, dict(config.precision))
+    return CallSettings(
+        arguments, dynamo, inductor, dict(config.precision), dict(config.functorch)
+    )
 
 
 def _a_graph_per_region(
@@ -128,17 +138,18 @@ def _compile_parameters() -> frozenset[str]:
 def set_around_calls(
     compiled: torch.nn.Module, settings: CallSettings, attribute: str = "forward"
 ) -> None:
-    """Sets ``settings.dynamo``, ``settings.inductor`` and ``settings.precision`` around every
-    call of ``compiled``, in the calling thread: its ``attribute``, the Dynamo-wrapped
-    callable (an ``OptimizedModule``'s ``forward``, a module compiled in place's
-    ``_compiled_call_impl``); nothing when all are empty."""
-    if not settings.dynamo and not settings.inductor and not settings.precision:
+    """Sets ``settings.dynamo``, ``settings.inductor``, ``settings.functorch`` and
+    ``settings.precision`` around every call of ``compiled``, in the calling thread: its
+    ``attribute``, the Dynamo-wrapped callable (an ``OptimizedModule``'s ``forward``, a module
+    compiled in place's ``_compiled_call_impl``); nothing when all are empty."""
+    if not any((settings.dynamo, settings.inductor, settings.functorch, settings.precision)):
         return
     # Torch reads its config while it traces and compiles, i.e. during the call, in the
     # calling thread: wrapping the instance `forward` (which OptimizedModule sets to the
     # Dynamo-wrapped callable) covers every compile and recompile of this region, and nothing
     # else. A value set once at apply time would not do: torch >= 2.12 keeps it in the
     # applying thread only.
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
     inner: Callable[..., Any] = getattr(compiled, attribute)
@@ -147,6 +158,7 @@ def set_around_calls(
         for module, values in (
             (torch._dynamo.config, settings.dynamo),
             (inductor_config, settings.inductor),
+            (functorch_config, settings.functorch),
         )  # fmt: skip
         if values
     ]
@@ -301,10 +313,11 @@ def _warn_serialized() -> None:
     if _SERIAL_WARNED.is_set():
         return
     _SERIAL_WARNED.set()
+    config = ", Dynamo settings, functorch settings, freezing, CUDA graphs"
     warnings.warn(
         "calls of regions compiled by autotune.apply that set what torch keeps process-wide "
         f"(on torch {torch.__version__}: the float32 matmul precision"
-        + ("" if config_is_per_thread() else ", Dynamo settings, freezing, CUDA graphs")
+        + ("" if config_is_per_thread() else config)
         + ") run one at a time: two threads would otherwise run with each other's settings."
         + ("" if config_is_per_thread() else " torch >= 2.12 keeps its config per thread."),
         RuntimeWarning,

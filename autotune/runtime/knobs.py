@@ -21,11 +21,16 @@ __all__ = [
 
 
 def torch_config(layer: str) -> Any:
-    """``torch._inductor.config`` (layer ``"inductor"``) or ``torch._dynamo.config``."""
+    """``torch._inductor.config`` (layer ``"inductor"``), ``torch._dynamo.config`` or
+    ``torch._functorch.config`` (AOTAutograd and its partitioner)."""
     if layer == "inductor":
         import torch._inductor.config as inductor_config
 
         return inductor_config
+    if layer == "functorch":
+        import torch._functorch.config as functorch_config
+
+        return functorch_config
     import torch._dynamo.config as dynamo_config
 
     return dynamo_config
@@ -71,8 +76,9 @@ def near(layer: str, name: str) -> str | None:
 
 def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[str]) -> None:
     """Raises :class:`ConfigError` when ``config`` does not fit the installed torch (unknown
-    knobs, values of the wrong type, an unknown backend), and :class:`UnsafeKnobError` when it
-    sets knobs refused from data that ``allow_unsafe_knobs`` does not name."""
+    Inductor, Dynamo or functorch knobs, values of the wrong type, an unknown backend), and
+    :class:`UnsafeKnobError` when it sets knobs refused from data that ``allow_unsafe_knobs``
+    does not name."""
     import torch
 
     problems = _backend_problems(config.backend)
@@ -85,6 +91,8 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
         problems += _knob_problems(options, "inductor", "options")
     if config.dynamo:
         problems += _knob_problems(config.dynamo, "dynamo", "dynamo")
+    if config.functorch:
+        problems += _knob_problems(config.functorch, "functorch", "functorch")
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(

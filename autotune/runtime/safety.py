@@ -9,11 +9,12 @@ Those knobs are refused wherever a config comes from, with the reason below; a u
 it opts in by name, in a space file of their own (``[unsafe] knobs = [...]``) or with
 ``autotune.apply(..., allow_unsafe_knobs=[...])``. Nothing read from a database can opt in.
 
-A knob is safe only when it is in ``reviewed_knobs.txt`` (every option of torch's Inductor and
-Dynamo configs that a person read and judged to change code generation or tracing only), its
-value fits the type torch declares, and a free-text knob's value is one the review allows. A
-knob added by a newer torch is refused until it is reviewed (tests/runtime_tests/
-test_safety.py walks every option of the installed torch).
+A knob is safe only when it is in ``reviewed_knobs.txt`` (every option of torch's Inductor,
+Dynamo and functorch configs that a person read and judged to change code generation, tracing
+or the forward/backward partition only), its value fits the type torch declares, and a
+free-text knob's value is one the review allows. A knob added by a newer torch is refused
+until it is reviewed (tests/runtime_tests/test_safety.py and test_functorch_knobs.py walk
+every option of the installed torch).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PRIVATE = "is private to torch (a leading underscore) or describes torch itself"
 PACKAGING = "controls AOTInductor packaging, which autotune sets itself when it builds a package"
 PROCESS = "changes how torch starts its compile workers"
 GUARDS = "torch marks it unsafe: it skips checks that keep compiled code correct"
+CACHE = "lets torch's compile cache keep or serve code that its key may not describe"
 UNREVIEWED = (
     "is not among the knobs autotune has reviewed: torch {torch} may have added it after the "
     "review, or its value is free text, a list or a structure that can name anything"
@@ -89,6 +91,16 @@ RULES: tuple[tuple[str, str], ...] = (
     ("dynamo.cprofile", DEBUG),
     ("dynamo.replay_record_enabled", DEBUG),
     ("dynamo.generate_pycode", DEBUG),
+    ("functorch.visualize_*", DEBUG),
+    ("functorch.torch_compile_graph_format", DEBUG),
+    ("functorch.fake_tensor_crossref", DEBUG),
+    ("functorch.fake_tensor_propagate_real_tensors", TESTING),
+    ("functorch.generate_fake_kernels_from_real_mismatches", TESTING),
+    ("functorch.strict_autograd_cache", TESTING),
+    ("functorch.bundled_autograd_cache", TESTING),
+    ("functorch.force_autograd_cache", CACHE),
+    ("functorch.bypass_autograd_cache_key", CACHE),
+    ("functorch.autograd_cache_allow_custom_autograd_functions", CACHE),
     ("inductor.run_jit_post_compile_hook", CODE),
     ("*custom_pass*", CODE),
     ("*custom_*_pass", CODE),
@@ -101,6 +113,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("dynamo.*tensor_subclasses", CODE),
     ("inductor.worker_start_method", PROCESS),
     ("inductor.unsafe_*", GUARDS),
+    ("functorch.unsafe_*", GUARDS),
+    ("functorch.unlift_effect_tokens", GUARDS),
     ("*._unsafe_*", GUARDS),
     ("*._*", PRIVATE),
     ("*.TYPE_CHECKING", PRIVATE),
@@ -122,6 +136,13 @@ _ONE_OF: dict[str, tuple[str, ...]] = {
     "dynamo.numpy_default_float": ("float64", "float32", "float16"),
     "dynamo.numpy_default_complex": ("complex128", "complex64"),
     "dynamo.numpy_default_int": ("int64", "int32"),
+    "functorch.activation_memory_budget_solver": (
+        "dp",
+        "greedy",
+        "ilp",
+        "dp_knapsack_sliding_hirschberg",
+    ),
+    "functorch.activation_memory_budget_runtime_estimator": ("flops", "profile"),
 }
 
 
@@ -142,7 +163,7 @@ def refusal(param: str, value: Any, declared: Any = None) -> str | None:
     """Why a config read from data may not set ``param`` to ``value``; None when it may.
 
     Args:
-        param: ``inductor.NAME`` or ``dynamo.NAME``.
+        param: ``inductor.NAME``, ``dynamo.NAME`` or ``functorch.NAME``.
         value: The value the config sets.
         declared: The type torch declares for the knob (``config.get_type``), when known.
     """
@@ -190,10 +211,11 @@ def backend_refusal(backend: str) -> str | None:
 def config_problems(
     config: Any, allowed: bool | Collection[str] = False, types_of: Any = None
 ) -> list[str]:
-    """:func:`problems` of a ``CompileConfig``: its backend, its Dynamo knobs and, for Inductor
-    only, its options (another backend's options are checked against its own closed list)."""
+    """:func:`problems` of a ``CompileConfig``: its backend, its Dynamo and functorch knobs
+    and, for Inductor only, its options (another backend's options are checked against its own
+    closed list)."""
     options = config.options if config.backend == "inductor" else {}
-    return problems(options, config.dynamo, allowed, types_of, config.backend)
+    return problems(options, config.dynamo, allowed, types_of, config.backend, config.functorch)
 
 
 def problems(
@@ -202,6 +224,7 @@ def problems(
     allowed: bool | Collection[str] = False,
     types_of: Any = None,
     backend: str = "inductor",
+    functorch: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """One line per knob of a config that data may not set: ``options.cpp.cxx: names a
     program ...``, and the backend when it is not one data may name (:data:`BACKENDS`).
@@ -217,7 +240,12 @@ def problems(
             f"backend {backend!r}: {why_backend}; autotune takes only {', '.join(BACKENDS)} "
             f"from data (opt in by name: {BACKEND_OPT_IN}{backend})"
         )
-    for layer, where, knobs in (("inductor", "options", options), ("dynamo", "dynamo", dynamo)):
+    layers = (
+        ("inductor", "options", options),
+        ("dynamo", "dynamo", dynamo),
+        ("functorch", "functorch", functorch or {}),
+    )
+    for layer, where, knobs in layers:
         for name, value in sorted(knobs.items()):
             param = f"{layer}.{name}"
             if param in opted:

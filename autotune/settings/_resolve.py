@@ -143,6 +143,8 @@ def resolve(
         language.name,
         language.setting,
     )
+    if merged["accuracy"] is not None and ("workload" in read or "workload" not in values):
+        problems += _contract_problems(merged["accuracy"], merged["workload"], language)
     if problems:
         count = "" if len(problems) == 1 else f"{len(problems)} problems: "
         caller = f"{language.caller}: " if language.caller else ""
@@ -180,6 +182,20 @@ def pareto_problems(
             "objective"
         ]
     return []
+
+
+def _contract_problems(accuracy: str, workload: str, language: Language) -> list[str]:
+    """An accuracy contract that cannot judge the workload (a training workload is judged by
+    its steps' loss and gradients, an inference one by its outputs), as the caller says it."""
+    from autotune.measure import parse_contract, workload_problems
+
+    prefix = (
+        f"{language.setting('accuracy', accuracy)} with {language.setting('workload', workload)}"
+    )
+    problems = workload_problems(
+        parse_contract(accuracy), workload, shown=lambda spec: language.setting("accuracy", spec)
+    )
+    return [f"{prefix}: {problem}" for problem in problems]
 
 
 @functools.cache

@@ -51,7 +51,8 @@ class Knob:
     """One setting of a space: fixed (one choice), a list of choices, or a range.
 
     Attributes:
-        layer: ``compile``, ``inductor`` or ``dynamo``.
+        layer: ``compile``, ``inductor``, ``dynamo``, ``functorch`` or a lever layer
+            (``precision``, ``openvino``).
         name: The key within the layer (``freezing``, ``cpp.simdlen``).
         choices: The values to choose from (empty for a range).
         range: The range to draw from, or None.

@@ -1,9 +1,14 @@
-"""The levers beyond Inductor's knobs: precision and the backend's own options.
+"""The levers beyond Inductor's knobs: precision, the training step, and the backend's own
+options.
 
 ``[precision]`` holds ``autocast`` (``"none"``, ``"bfloat16"``, ``"float16"``) and ``matmul``
 (``"highest"``, ``"high"``, ``"medium"``: ``torch.set_float32_matmul_precision``). They change
 numerics on purpose, so they are searched only under an accuracy contract the user states
 (``--accuracy``); without one they are left out with a note and the gate stays eager's.
+
+``[train]`` holds ``optimizer`` (``"eager"``, ``"compiled"``: the optimizer step through
+``torch.compile``, see :func:`autotune.apply_optimizer`); a space offers it for the train
+workload only (``when = "workload == 'train'"``).
 
 ``[openvino]`` holds options of OpenVINO's ``torch.compile`` backend (see
 :mod:`autotune.runtime.openvino_backend`); they are suggested only when ``compile.backend`` is
@@ -23,12 +28,19 @@ from typing import Any
 
 from autotune.space._knob import Knob, did_you_mean
 
-LAYERS = ("precision", "openvino")
-PRECISION = {
+LAYERS = ("precision", "train", "openvino")
+PRECISION: dict[str, tuple[str, ...]] = {
     "autocast": ("none", "bfloat16", "float16"),
     "matmul": ("highest", "high", "medium"),
 }
 PRECISION_DEFAULTS = {"autocast": "none", "matmul": "highest"}
+TRAIN: dict[str, tuple[str, ...]] = {"optimizer": ("eager", "compiled")}
+TRAIN_DEFAULTS = {"optimizer": "eager"}
+# The choice layers: each knob's allowed values and the value that leaves a config as eager.
+_CHOICES: dict[str, tuple[dict[str, tuple[str, ...]], dict[str, str]]] = {
+    "precision": (PRECISION, PRECISION_DEFAULTS),
+    "train": (TRAIN, TRAIN_DEFAULTS),
+}
 # Backends a space may name that are not part of torch, and what installs each.
 EXTRA_BACKENDS = {"openvino": "pip install 'autotune[openvino]'"}
 CONTRACT_HINT = "state an accuracy contract (--accuracy 'cosine>=0.999') to search them"
@@ -38,17 +50,18 @@ def problems(knob: Knob, device: str) -> list[str]:
     """Every problem of one knob of a lever layer."""
     if knob.range is not None:
         return [f"{knob.param}: give a list of choices, not a range"]
-    if knob.layer == "precision":
-        return _precision_problems(knob, device)
+    if knob.layer in _CHOICES:
+        return _choice_problems(knob, device)
     from autotune.runtime import openvino_backend as _openvino
 
     return [p for v in knob.values() for p in _openvino.option_problems({knob.name: v})][:3]
 
 
-def _precision_problems(knob: Knob, device: str) -> list[str]:
-    allowed = PRECISION.get(knob.name)
+def _choice_problems(knob: Knob, device: str) -> list[str]:
+    table = _CHOICES[knob.layer][0]
+    allowed = table.get(knob.name)
     if allowed is None:
-        return [f"unknown key {knob.param}{did_you_mean(knob.name, list(PRECISION))}"]
+        return [f"unknown key {knob.param}{did_you_mean(knob.name, list(table))}"]
     found = [
         f"{knob.param}: {v!r} is not one of {', '.join(map(repr, allowed))}"
         for v in knob.values()
@@ -64,14 +77,21 @@ def _precision_problems(knob: Knob, device: str) -> list[str]:
 
 def describe(knob: Knob) -> tuple[str, Any]:
     """The knob's type and default, for ``autotune spaces --show``."""
-    if knob.layer == "precision":
-        allowed = PRECISION.get(knob.name, ())
-        return " | ".join(map(repr, allowed)), PRECISION_DEFAULTS.get(knob.name)
+    if knob.layer in _CHOICES:
+        table, defaults = _CHOICES[knob.layer]
+        return " | ".join(map(repr, table.get(knob.name, ()))), defaults.get(knob.name)
     from autotune.runtime import openvino_backend as _openvino
 
     spec = _openvino.OPTIONS.get(knob.name)
     default = "f32 (pinned)" if knob.name == "INFERENCE_PRECISION_HINT" else "OpenVINO's"
     return (spec.expected() if spec is not None else "unknown"), default
+
+
+def chosen(layer: str, values: dict[str, Any]) -> dict[str, Any]:
+    """A choice layer's values (``precision``, ``train``) as a config holds them: only those
+    away from eager's."""
+    defaults = _CHOICES[layer][1]
+    return {k: v for k, v in values.items() if v != defaults.get(k)}
 
 
 def installed(backend: str) -> bool:

@@ -7,7 +7,7 @@ import functools
 import re
 from importlib import resources
 
-_TABLE = re.compile(r"^\[(?:numerics\.)?(compile|inductor|dynamo)\]\s*$")
+_TABLE = re.compile(r"^\[(?:numerics\.)?(compile|inductor|dynamo|functorch)\]\s*$")
 _KEY = re.compile(r'^(?:"([^"]+)"|([A-Za-z0-9_.]+))\s*=')
 _MAX = 110
 

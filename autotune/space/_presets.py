@@ -96,6 +96,7 @@ def assign(
     """Every active knob's value under ``preset``, and the knobs it names that are inactive
     there (the preset cannot be measured as written when there are any)."""
     import torch._dynamo.config
+    import torch._functorch.config
     import torch._inductor
 
     mode = preset.values.get("compile.mode", "default")
@@ -106,6 +107,7 @@ def assign(
             **torch._inductor.list_mode_options(mode),
         },
         "dynamo": torch._dynamo.config.get_config_copy(),
+        "functorch": torch._functorch.config.get_config_copy(),
     }
 
     def pick(knob: Knob) -> Any:

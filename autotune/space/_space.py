@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.runtime.config import CompileConfig
-from autotune.space import _build, _extends, _file, _graph, _presets, _unsafe
+from autotune.space import _build, _extends, _file, _graph, _levers, _presets, _unsafe
 from autotune.space._file import SpaceError
 from autotune.space._knob import Knob
-from autotune.space._levers import PRECISION_DEFAULTS
 from autotune.space._validate import NUMERICS_KNOBS, sets_numerics_knob
 
 if TYPE_CHECKING:
@@ -23,7 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Knobs of the compile, inductor and dynamo layers, validated for one device.
+    """Knobs of the compile, inductor, dynamo and functorch layers (and the levers), validated
+    for one device.
 
     Attributes:
         name: The space's name (its file's stem unless the file names it).
@@ -156,6 +156,7 @@ class SearchSpace:
 def config_from_values(values: dict[str, Any]) -> CompileConfig:
     """Builds a CompileConfig; the mode preset is expanded into options so that knobs combine."""
     import torch._dynamo.config
+    import torch._functorch.config
     import torch._inductor.config
 
     compile_ = {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("compile.")}
@@ -170,9 +171,6 @@ def config_from_values(values: dict[str, Any]) -> CompileConfig:
     elif backend == "openvino":
         # Pinned unless searched: OpenVINO's CPU plugin computes in bf16 on AMX by default.
         options = {"INFERENCE_PRECISION_HINT": "f32", **_layer(values, "openvino")}
-    precision = {
-        k: v for k, v in _layer(values, "precision").items() if v != PRECISION_DEFAULTS.get(k)
-    }
     return CompileConfig(
         backend=backend,
         mode=mode if backend == "inductor" else "default",
@@ -180,7 +178,9 @@ def config_from_values(values: dict[str, Any]) -> CompileConfig:
         fullgraph=bool(compile_.get("fullgraph", False)),
         options=options,
         dynamo=_non_default(_layer(values, "dynamo"), torch._dynamo.config),
-        precision=precision,
+        precision=_levers.chosen("precision", _layer(values, "precision")),
+        train=_levers.chosen("train", _layer(values, "train")),
+        functorch=_non_default(_layer(values, "functorch"), torch._functorch.config),
     )
 
 

@@ -45,7 +45,8 @@ def declared(raw: dict[str, Any], problems: list[str]) -> list[str]:
 
 def _is_params(value: Any) -> bool:
     return isinstance(value, list) and all(
-        isinstance(v, str) and v.startswith(("inductor.", "dynamo.", _safety.BACKEND_OPT_IN))
+        isinstance(v, str)
+        and v.startswith(("inductor.", "dynamo.", "functorch.", _safety.BACKEND_OPT_IN))
         for v in value
     )
 

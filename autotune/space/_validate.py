@@ -14,7 +14,8 @@ from autotune.space._knob import Knob, did_you_mean
 if TYPE_CHECKING:
     from autotune.runtime.config import CompileConfig
 
-LAYERS = ("compile", "inductor", "dynamo", *_levers.LAYERS)
+LAYERS = ("compile", "inductor", "dynamo", "functorch", *_levers.LAYERS)
+# functorch has no numerics-changing knob: its settings change what is saved or recomputed.
 NUMERICS_LAYERS = ("inductor", "dynamo")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 COMPILE_KEYS = ("backend", "mode", "dynamic", "fullgraph")
@@ -53,8 +54,8 @@ def sets_numerics_knob(config: CompileConfig, knobs: Iterable[str] = NUMERICS_KN
     return not present.isdisjoint(knobs)
 
 
-# Ranges Inductor/Dynamo accept without saying so: (low, high), None for unbounded.
-_BOUNDS: dict[str, tuple[int | None, int | None]] = {
+# Ranges Inductor/Dynamo/functorch accept without saying so: (low, high), None for unbounded.
+_BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "inductor.triton.max_tiles": (1, 3),
     "inductor.max_fusion_size": (1, None),
     "inductor.cpp.max_horizontal_fusion_size": (0, None),
@@ -62,6 +63,8 @@ _BOUNDS: dict[str, tuple[int | None, int | None]] = {
     "inductor.realize_opcount_threshold": (0, None),
     "dynamo.recompile_limit": (1, None),
     "dynamo.accumulated_recompile_limit": (1, None),
+    # The fraction of the activations the default partition saves: 0 recomputes all it can.
+    "functorch.activation_memory_budget": (0.0, 1.0),
 }
 _ONE_OF: dict[str, tuple[str, ...]] = {
     "inductor.cpp.enable_floating_point_contract_flag": ("off", "on", "fast"),
@@ -230,7 +233,7 @@ def _backend_list(param: str, value: str) -> list[str]:
     ]
 
 
-def _interval(low: int | None, high: int | None) -> str:
+def _interval(low: float | None, high: float | None) -> str:
     if high is None:
         return f"at least {low}"
     return f"{low} to {high}"

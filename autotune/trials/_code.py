@@ -9,12 +9,16 @@ and when it loads one from the FX graph cache; that hook is what ``torch._induct
 run_and_get_code`` uses.
 
 The identity is that code plus what changes how the same code is built or runs: the backend,
-``dynamic``, ``fullgraph``, the Dynamo settings, the scope, the Inductor options that set the C++
-compiler's flags (the same source built with ``-funsafe-math-optimizations`` is another
+``dynamic``, ``fullgraph``, the Dynamo settings, the functorch settings but the partitioner's
+(AOTAutograd's runtime wrappers are not in the code), the scope, the Inductor options that set
+the C++ compiler's flags (the same source built with ``-funsafe-math-optimizations`` is another
 kernel), those that wrap the compiled graph at run time (CUDA graphs), the config's precision
 (``torch.set_float32_matmul_precision`` changes what an extern GEMM call computes, not the code
-that calls it) and the batch size. It is
-conservative: code that differs only in a comment or a kernel's name counts as different.
+that calls it) and the batch size. The partitioner's settings (``activation_memory_budget``)
+decide what the forward graph returns for the backward and what the backward graph recomputes,
+which both graphs' code shows (a training trial collects the code of its first steps, backward
+included): a budget that changes neither graph changes nothing. It is conservative: code that
+differs only in a comment or a kernel's name counts as different.
 """
 
 from __future__ import annotations
@@ -34,6 +38,25 @@ _BUILD_OPTIONS = frozenset(
     {"cpp.enable_unsafe_math_opt_flag", "cpp.enable_floating_point_contract_flag", "cpp.march"}
 )
 _RUNTIME_OPTION = "cudagraph"
+# functorch settings of the min-cut partitioner: they choose what the forward saves and the
+# backward recomputes, all of it in the two graphs' code.
+_PARTITION_SETTINGS = frozenset(
+    {
+        "activation_memory_budget",
+        "activation_memory_budget_runtime_estimator",
+        "activation_memory_budget_solver",
+        "aggressive_recomputation",
+        "ban_recompute_long_fusible_chains",
+        "ban_recompute_materialized_backward",
+        "ban_recompute_not_in_allowlist",
+        "ban_recompute_reductions",
+        "ban_recompute_used_far_apart",
+        "is_non_builtin_to_include",
+        "max_dist_from_bw",
+        "recompute_views",
+        "treat_parameters_as_free_to_save",
+    }
+)
 # The first line of every graph's code numbers the graph in the process ("# AOT ID:
 # ['0_inference']"): a count of earlier compiles, not a property of the code.
 _AOT_ID = re.compile(r"^# AOT ID: .*$", re.MULTILINE)
@@ -81,6 +104,9 @@ def code_identity(config: CompileConfig, batch_size: int | None, codes: list[str
     }
     if config.precision:  # the matmul precision runs the same extern GEMM call differently
         payload["precision"] = described["precision"]
+    functorch = {k: v for k, v in config.functorch.items() if k not in _PARTITION_SETTINGS}
+    if functorch:  # only when set: the identities of earlier trials stay as they were
+        payload["functorch"] = dict(sorted(functorch.items()))
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 

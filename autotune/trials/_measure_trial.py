@@ -24,6 +24,7 @@ from autotune.settings import WORKLOADS
 from autotune.trials import _train
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
+from autotune.trials._judged import Judged
 from autotune.trials._phase import write_phase
 from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import (
@@ -44,15 +45,6 @@ class Workload:
     calls: list[Call]
     reference: Any  # eager outputs of one sweep, cloned
     metric: Callable[[Any, Any], float] | None = None  # the model file's accuracy()
-
-
-@dataclass(frozen=True)
-class _Judged:
-    """The gate's verdict on a configuration's outputs, and what is recorded of it."""
-
-    ok: bool
-    detail: str
-    accuracy: dict[str, Any]
 
 
 def measure_trial(spec: TrialSpec) -> TrialResult:
@@ -140,7 +132,7 @@ def _compile_and_time(
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
 
-def _judge(spec: TrialSpec, work: Workload, outputs: list[Any]) -> _Judged:
+def _judge(spec: TrialSpec, work: Workload, outputs: list[Any]) -> Judged:
     """Holds ``outputs`` to the study's accuracy contract when the config changes numerics on
     purpose and the study states one; else to eager's gate (10x looser for a config that
     changes numerics without a contract). Every contract metric is recorded either way."""
@@ -149,7 +141,7 @@ def _judge(spec: TrialSpec, work: Workload, outputs: list[Any]) -> _Judged:
         if contract is not None and spec.relaxed_numerics:
             verdict = contract.judge(work.reference, outputs, work.metric)
             to = {"held_to": "contract", "contract": str(contract), "relaxed": True}
-            return _Judged(verdict.ok, verdict.detail, {**verdict.errors, **to})
+            return Judged(verdict.ok, verdict.detail, {**verdict.errors, **to})
         report = measure.compare_outputs(work.reference, outputs, relaxed=spec.relaxed_numerics)
         errors = report_errors(report)
         if contract is not None and contract.custom is not None and work.metric is not None:
@@ -160,7 +152,7 @@ def _judge(spec: TrialSpec, work: Workload, outputs: list[Any]) -> _Judged:
     accuracy: dict[str, Any] = {**errors, "held_to": held, "relaxed": spec.relaxed_numerics}
     if contract is not None:
         accuracy["contract"] = str(contract)
-    return _Judged(report.ok, report.detail, accuracy)
+    return Judged(report.ok, report.detail, accuracy)
 
 
 def _equivalent(
@@ -175,7 +167,7 @@ def _equivalent(
 
 def _equivalent_result(
     compile_s: float | None,
-    report: measure.AccuracyReport | _Judged,
+    report: measure.AccuracyReport | Judged,
     facts: dict[str, Any],
     relaxed: bool,
     same: int,
@@ -277,7 +269,7 @@ def _train_trial(
     facts["phases"]["compile_s"] = time.perf_counter() - started
     gate = _train.gate_config(work, config)
     if gate is None:
-        report = _train.compare_steps(work.reference, steps, relaxed=spec.relaxed_numerics)
+        report = _train.judge_steps(spec, work.reference, steps)
         _raise_unless_correct(report, config, _EAGER_STEPS)
         # Code already timed passed this gate then: only a gate of its own (below) waits.
         same = _equivalent(spec, config, codes, facts)
@@ -296,7 +288,7 @@ def _train_trial(
         facts["per_shape"] = _per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
     if gate is not None:
         _, steps, _ = _train.compile_first_steps(work, gate, spec.device)
-        report = _train.compare_steps(work.reference, steps, relaxed=spec.relaxed_numerics)
+        report = _train.judge_steps(spec, work.reference, steps)
         _raise_unless_correct(report, config, _EAGER_STEPS)
     result = _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
     result.accuracy["fallback_random_copy"] = gate is not None
@@ -304,7 +296,7 @@ def _train_trial(
 
 
 def _raise_unless_correct(
-    report: measure.AccuracyReport | _Judged, config: CompileConfig | None, eager_runs: str
+    report: measure.AccuracyReport | Judged, config: CompileConfig | None, eager_runs: str
 ) -> None:
     if report.ok:
         return
@@ -320,7 +312,7 @@ def _raise_unless_correct(
 def _ok_result(
     compile_s: float | None,
     timing: measure.Timing,
-    report: measure.AccuracyReport | _Judged,
+    report: measure.AccuracyReport | Judged,
     facts: dict[str, Any],
     relaxed: bool,
 ) -> TrialResult:
@@ -345,11 +337,11 @@ def _ok_result(
     )
 
 
-def _accuracy(report: measure.AccuracyReport | _Judged, relaxed: bool) -> dict[str, Any]:
+def _accuracy(report: measure.AccuracyReport | Judged, relaxed: bool) -> dict[str, Any]:
     """What a result records of the gate: ``max_abs_diff``/``max_rel_diff`` as always, with
     every contract metric (``max_abs``, ``max_rel``, ``cosine``, ``accuracy``) and what the
     outputs were held to, when the gate was :func:`_judge`'s."""
-    if isinstance(report, _Judged):
+    if isinstance(report, Judged):
         recorded = dict(report.accuracy)
         recorded["max_abs_diff"] = recorded.get("max_abs")
         recorded["max_rel_diff"] = recorded.get("max_rel")

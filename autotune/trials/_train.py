@@ -1,9 +1,14 @@
-"""The train workload: one step is forward, loss, backward and optimizer step, run as a user would.
+"""The train workload: one step is the model file's ``train_step`` (or the fixed one: forward,
+loss, backward and optimizer step), run as a user would.
 
 Eager and compiled each step their own deep copy of the seeded model with their own optimizer,
 and every step starts with ``torch.manual_seed(seed)``, so dropout draws the same numbers in
-both. The correctness gate compares the first step's loss and the parameter gradients (after
-its backward, before its optimizer step).
+both. The correctness gate compares the loss of the first steps (:data:`GATE_STEPS` at least,
+one per input first) and each parameter's gradient, captured by a hook as it accumulates (the
+last one before the optimizer steps: the gradient the optimizer stepped with, with a user's
+own step, accumulation and clipping included, as with the fixed one). A config may compile
+the optimizer step too (``train.optimizer``: :func:`autotune.runtime.optimizer.compile_step`,
+what ``autotune.apply_optimizer`` does in production).
 
 Inductor draws random numbers with generators of its own, so a step that draws any (dropout)
 can never match eager bit for bit. Then the gate checks a separate copy compiled with Inductor's
@@ -13,34 +18,43 @@ while the copy that is timed is compiled with the config as it is.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from types import ModuleType
+from typing import Any
 
 import torch
 
 from autotune import measure
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
+from autotune.runtime.optimizer import compile_step, step_backend
 from autotune.trials._classify import TrialFailure, classify
+from autotune.trials._judged import Judged
 from autotune.trials._spec import TrialSpec
 from autotune.workload import (
     Call,
-    LossFn,
+    StepFn,
     build_calls,
     build_model,
     build_optimizer,
     load_model_file,
-    loss_function,
+    train_step_function,
 )
+
+# The correctness gate compares at least this many steps (cycling through the inputs), so
+# that a lower precision's drift shows over more than the first update.
+GATE_STEPS = 3
 
 
 @dataclass(frozen=True)
 class StepRecord:
-    """What the gate compares after the first backward of one input, and whether it drew
-    random numbers (not compared)."""
+    """What the gate compares of one step: its loss, each parameter's gradient as the
+    optimizer stepped with it, and whether it drew random numbers (not compared)."""
 
     loss: torch.Tensor
     grads: dict[str, torch.Tensor | None]
@@ -55,26 +69,22 @@ class Stepper:
         fn: torch.nn.Module,
         params: dict[str, torch.nn.Parameter],
         optimizer: torch.optim.Optimizer,
-        loss_fn: LossFn,
+        step_fn: StepFn,
         seed: int,
     ) -> None:
         self.fn, self.params, self.optimizer = fn, params, optimizer
-        self.loss_fn, self.seed = loss_fn, seed
+        self.step_fn, self.seed = step_fn, seed
 
     def step(self, call: Call, *, capture: bool = False) -> StepRecord | None:
         torch.manual_seed(self.seed)
-        before = _rng_states(self.params) if capture else []
-        loss = self.loss_fn(self.fn(*call.args, **call.kwargs), call.inputs)
-        loss.backward()
-        record = self._record(loss, before) if capture else None
-        self.optimizer.step()
-        self.optimizer.zero_grad()
-        return record
-
-    def _record(self, loss: torch.Tensor, rng_before: list[torch.Tensor]) -> StepRecord:
+        if not capture:
+            self.step_fn(self.fn, self.optimizer, call)
+            return None
+        before = _rng_states(self.params)
+        with _captured_grads(self.params) as grads:
+            loss = self.step_fn(self.fn, self.optimizer, call)
         after = _rng_states(self.params)
-        drew = any(not torch.equal(a, b) for a, b in zip(rng_before, after, strict=True))
-        grads = {name: _clone_grad(p) for name, p in self.params.items()}
+        drew = any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
         return StepRecord(loss.detach().clone(), grads, drew)
 
     def sweep(self, calls: list[Call]) -> None:
@@ -90,7 +100,7 @@ class TrainWork:
     module: ModuleType
     model: torch.nn.Module
     calls: list[Call]
-    loss_fn: LossFn
+    step_fn: StepFn
     seed: int
     eager: Stepper | None = None
     reference: list[StepRecord] = dataclasses.field(default_factory=list)
@@ -110,10 +120,10 @@ def setup(spec: TrialSpec) -> TrainWork:
         model = build_model(module, spec.device).train()
         torch.manual_seed(spec.seed)
         calls = build_calls(module, spec.device, spec.batch_size)
-        work = TrainWork(module, model, calls, loss_function(module), spec.seed)
+        work = TrainWork(module, model, calls, train_step_function(module), spec.seed)
         work.allow_unsafe_knobs = list(spec.allow_unsafe_knobs)
         work.eager = stepper(work, None)
-        work.reference = [_first(work.eager, call) for call in calls]
+        work.reference = [_first(work.eager, call) for call in gate_calls(calls)]
     except Exception as exc:
         raise TrialFailure("model_error", str(exc)) from exc
     return work
@@ -121,20 +131,39 @@ def setup(spec: TrialSpec) -> TrainWork:
 
 def stepper(work: TrainWork, config: CompileConfig | None) -> Stepper:
     """A fresh deep copy of the seeded model, with its own optimizer, compiled by ``config``
-    (the ``compile_module`` of production) unless it is None."""
+    (the ``compile_module`` of production, and its optimizer step as ``apply_optimizer``
+    compiles it) unless it is None."""
     model = copy.deepcopy(work.model)
     params = dict(model.named_parameters())  # names before compiling adds `_orig_mod.`
     optimizer = build_optimizer(work.module, model)
-    allowed = work.allow_unsafe_knobs
-    fn = compile_module(model, config, allow_unsafe_knobs=allowed) if config is not None else model
-    return Stepper(fn, params, optimizer, work.loss_fn, work.seed)
+    if config is None:
+        return Stepper(model, params, optimizer, work.step_fn, work.seed)
+    fn = compile_module(model, config, allow_unsafe_knobs=work.allow_unsafe_knobs)
+    if config.train.get("optimizer") == "compiled":
+        compile_step(optimizer, step_backend(config))
+    return Stepper(fn, params, optimizer, work.step_fn, work.seed)
+
+
+def gate_calls(calls: list[Call]) -> list[Call]:
+    """The inputs of the steps the gate compares: each input once, then again in turn up to
+    :data:`GATE_STEPS`."""
+    return [calls[i % len(calls)] for i in range(max(len(calls), GATE_STEPS))]
 
 
 def compile_first_steps(
     work: TrainWork, config: CompileConfig | None, device: str
 ) -> tuple[Stepper, list[StepRecord], float | None]:
-    """Builds a stepper and runs its first step on every input; the wall time of those steps
-    (forward and backward compile included) is the compile time."""
+    """Builds a stepper and runs the gate's steps (:func:`gate_calls`); the wall time of the
+    first step on each input (forward, backward and optimizer compile included) is the compile
+    time."""
+    if config is not None and config.precision.get("autocast") == "float16":
+        raise TrialFailure(
+            "compile_error",
+            "precision.autocast is 'float16', but float16 training needs a GradScaler "
+            "(gradients underflow without one), which autotune's train step does not run; "
+            "train under 'bfloat16', or keep float16 to inference (when = \"workload == "
+            "'infer'\" in the space)",
+        )
     if config is not None and config.options.get("freezing"):
         raise TrialFailure(
             "compile_error",
@@ -150,6 +179,7 @@ def compile_first_steps(
             record, seconds = measure.time_first_call(partial(_first, target, call), device)
             records.append(record)
             total += seconds
+        records += [_first(target, call) for call in gate_calls(work.calls)[len(records) :]]
     except Exception as exc:
         if config is None:
             raise TrialFailure("model_error", str(exc)) from exc
@@ -167,15 +197,38 @@ def gate_config(work: TrainWork, config: CompileConfig | None) -> CompileConfig 
     return dataclasses.replace(config, options={**config.options, "fallback_random": True})
 
 
+def judge_steps(spec: TrialSpec, expected: list[StepRecord], actual: list[StepRecord]) -> Judged:
+    """Holds the steps to the study's training contract (``loss_rel``, ``grad_cosine``) when
+    the config changes numerics on purpose and the study states one; else to eager's gate
+    (:func:`compare_steps`: exact, 10x looser for a ``[numerics]`` knob). The training
+    metrics are recorded either way."""
+    contract = measure.parse_contract(spec.accuracy) if spec.accuracy else None
+    if contract is not None and spec.relaxed_numerics and contract.training:
+        verdict = contract.judge_steps(expected, actual)
+        to = {"held_to": "contract", "contract": str(contract), "relaxed": True}
+        return Judged(verdict.ok, verdict.detail, {**verdict.errors, **to})
+    report = compare_steps(expected, actual, relaxed=spec.relaxed_numerics)
+    accuracy: dict[str, Any] = {
+        **measure.training_errors(expected, actual),
+        "max_abs": report.max_abs_diff,
+        "max_rel": report.max_rel_diff,
+        "held_to": "relaxed" if spec.relaxed_numerics else "eager",
+        "relaxed": spec.relaxed_numerics,
+    }
+    if contract is not None:
+        accuracy["contract"] = str(contract)
+    return Judged(report.ok, report.detail, accuracy)
+
+
 def compare_steps(
     expected: list[StepRecord], actual: list[StepRecord], *, relaxed: bool
 ) -> measure.AccuracyReport:
     """Compares losses and gradients with :func:`measure.compare_outputs`; the first failure
-    names the input, and the loss or the parameter."""
+    names the step, and the loss or the parameter."""
     worst_abs = worst_rel = 0.0
     failure = ""
     for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
-        where = f" on input {index}" if len(expected) > 1 else ""
+        where = f" of step {index + 1}" if len(expected) > 1 else ""
         pairs: list[tuple[str, torch.Tensor | None, torch.Tensor | None]]
         pairs = [("the loss", want.loss, got.loss)]
         pairs += [(f"the gradient of {n!r}", g, got.grads[n]) for n, g in want.grads.items()]
@@ -185,7 +238,7 @@ def compare_steps(
             worst_rel = max(worst_rel, report.max_rel_diff)
             if not report.ok and not failure:
                 detail = report.detail.removeprefix("out: ")
-                failure = f"{label} after the first backward{where} differs from eager: {detail}"
+                failure = f"{label}{where} differs from eager: {detail}"
     return measure.AccuracyReport(not failure, worst_abs, worst_rel, failure)
 
 
@@ -195,8 +248,28 @@ def _first(target: Stepper, call: Call) -> StepRecord:
     return record
 
 
-def _clone_grad(param: torch.nn.Parameter) -> torch.Tensor | None:
-    return None if param.grad is None else param.grad.detach().clone()
+@contextlib.contextmanager
+def _captured_grads(
+    params: dict[str, torch.nn.Parameter],
+) -> Iterator[dict[str, torch.Tensor | None]]:
+    """Each parameter's gradient as last accumulated during the block (the one an optimizer
+    step inside the block stepped with); None for a parameter none reached."""
+    grads: dict[str, torch.Tensor | None] = dict.fromkeys(params)
+
+    def hook(name: str, param: torch.nn.Parameter) -> None:
+        assert param.grad is not None
+        grads[name] = param.grad.detach().clone()
+
+    handles = [
+        p.register_post_accumulate_grad_hook(partial(hook, name))
+        for name, p in params.items()
+        if p.requires_grad
+    ]
+    try:
+        yield grads
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _rng_states(params: dict[str, torch.nn.Parameter]) -> list[torch.Tensor]:

@@ -26,6 +26,7 @@ def tune(
     *,
     loss_fn: Callable[[Any, Any], Any] | None = None,
     get_optimizer: Callable[[Any], Any] | None = None,
+    train_step: Callable[[Any, Any, Any], Any] | None = None,
     metric: Callable[[Any, Any], float] | None = None,
     models_dir: str | os.PathLike[str] = MODELS_DIR,
     **options: Any,
@@ -48,6 +49,11 @@ def tune(
             mean of each floating-point output tensor, summed).
         get_optimizer: With ``workload="train"``: ``get_optimizer(model) -> Optimizer``
             (default ``AdamW(lr=1e-3)``).
+        train_step: With ``workload="train"``: your own step,
+            ``train_step(model, optimizer, inputs) -> loss`` (clipping, accumulation, a
+            scheduler: whatever your loop does), timed as written with the model compiled
+            (default: ``loss_fn`` of the output, ``backward()``, ``optimizer.step()``,
+            ``optimizer.zero_grad()``).
         metric: ``metric(output, reference) -> float``, the task metric an accuracy contract
             may name (``accuracy="accuracy>=0.99"``), as a model file's ``accuracy``.
         models_dir: Where the bundle is written (default ``.autotune/models``).
@@ -70,7 +76,8 @@ def tune(
     """
     from autotune.workload import write_bundle
 
-    functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "accuracy": metric}
+    functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "train_step": train_step,
+                 "accuracy": metric}  # fmt: skip
     resolve(options, language=PYTHON)  # refused before the bundle is written
     given = {name: fn for name, fn in functions.items() if fn is not None}
     try:

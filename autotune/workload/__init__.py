@@ -12,6 +12,9 @@ A model file is a Python file that defines:
   default :func:`default_loss`;
 - ``get_optimizer(model) -> torch.optim.Optimizer`` (optional, training only): default
   ``torch.optim.AdamW(model.parameters(), lr=1e-3)``;
+- ``train_step(model, optimizer, inputs) -> loss`` (optional, training only): the user's own
+  step (clipping, accumulation, a scheduler), timed as written; default: ``loss_fn`` of the
+  output, ``backward()``, ``optimizer.step()``, ``optimizer.zero_grad()``;
 - ``accuracy(output, reference) -> float`` (optional): a task metric an accuracy contract may
   name (``--accuracy 'accuracy>=0.99'``): top-1 agreement, a perplexity delta.
 
@@ -47,6 +50,7 @@ from autotune.workload._common import (
 )
 from autotune.workload._model_file import (
     Call,
+    StepFn,
     accuracy_metric,
     build_calls,
     build_model,
@@ -56,6 +60,7 @@ from autotune.workload._model_file import (
     loss_function,
     require_batch_size,
     takes_batch_size,
+    train_step_function,
 )
 
 __all__ = [
@@ -67,6 +72,7 @@ __all__ = [
     "REQUIRED",
     "Call",
     "LossFn",
+    "StepFn",
     "WorkloadError",
     "accuracy_metric",
     "build_calls",
@@ -79,5 +85,6 @@ __all__ = [
     "one_line",
     "require_batch_size",
     "takes_batch_size",
+    "train_step_function",
     "write_bundle",
 ]

@@ -44,7 +44,7 @@ def write_bundle(
     unknown = sorted(set(functions) - set(OPTIONAL) - {METRIC})
     if unknown:
         raise WorkloadError(
-            f"a model bundle holds loss_fn, get_optimizer and accuracy, not {unknown}"
+            f"a model bundle holds {', '.join(OPTIONAL)} and {METRIC}, not {unknown}"
         )
     payload = {"format": BUNDLE_FORMAT, "model": model, "inputs": inputs, **functions}
     _steady_class_ids(model)
@@ -184,10 +184,18 @@ def bundle_module(file: Path) -> ModuleType:
             )
         return fn(output, reference)
 
+    def optional(name: str) -> Any:
+        # A model file either defines train_step or not: the bundle's module has it only
+        # when the bundle holds one (read on first access, PEP 562).
+        if name == "train_step" and content().get(name) is not None:
+            return content()[name]
+        raise AttributeError(f"model bundle {file.name} has no {name}")
+
     module = ModuleType(f"autotune_model_bundle_{file.stem.replace('-', '_')}")
     module.__file__ = str(file)
     functions = {"get_model": get_model, "get_inputs": get_inputs, "loss_fn": loss_fn,
-                 "get_optimizer": get_optimizer, METRIC: accuracy}  # fmt: skip
+                 "get_optimizer": get_optimizer, METRIC: accuracy,
+                 "__getattr__": optional}  # fmt: skip
     module.__dict__.update(functions)
     return module
 

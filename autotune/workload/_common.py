@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     import torch
 
 REQUIRED = ("get_model", "get_inputs")
-OPTIONAL = ("loss_fn", "get_optimizer")  # the train workload's; defaults otherwise
+# The train workload's; defaults otherwise (train_step: the fixed step below).
+OPTIONAL = ("loss_fn", "get_optimizer", "train_step")
 METRIC = "accuracy"  # the task metric an accuracy contract may name
 DEFAULT_LEARNING_RATE = 1e-3
 

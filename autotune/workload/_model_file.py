@@ -175,6 +175,61 @@ def loss_function(module: ModuleType) -> LossFn:
     return loss
 
 
+StepFn = Callable[["torch.nn.Module", "torch.optim.Optimizer", Call], "torch.Tensor"]
+
+
+def train_step_function(module: ModuleType) -> StepFn:
+    """One training step on one call, as the file's ``train_step(model, optimizer, inputs)``
+    runs it, or the fixed step if it defines none: ``loss_fn`` of the model's output,
+    ``backward()``, ``optimizer.step()``, ``optimizer.zero_grad()``. Either returns the
+    step's loss as a one-element floating-point tensor.
+
+    An exception inside the step propagates as it is (a compiled model's failure inside the
+    user's step is the trial's to classify); a step that returns anything but its loss (a
+    one-element tensor or a number) raises :class:`WorkloadError`.
+    """
+    import torch
+
+    user = getattr(module, "train_step", None)
+    if user is None:
+        loss_fn = loss_function(module)
+
+        def fixed(model: torch.nn.Module, optimizer: torch.optim.Optimizer, call: Call) -> Any:
+            loss = loss_fn(model(*call.args, **call.kwargs), call.inputs)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss
+
+        return fixed
+    if not callable(user):
+        raise WorkloadError(
+            f"train_step in {module.__file__} is a {type(user).__name__}, but must be a "
+            "function train_step(model, optimizer, inputs) -> loss; define it as one, or "
+            "delete it to use the fixed step (loss_fn, backward, optimizer.step, zero_grad)."
+        )
+
+    def own(model: torch.nn.Module, optimizer: torch.optim.Optimizer, call: Call) -> Any:
+        loss = user(model, optimizer, call.inputs)
+        if isinstance(loss, (int, float)) and not isinstance(loss, bool):
+            return torch.tensor(float(loss))
+        if isinstance(loss, torch.Tensor) and loss.is_floating_point() and loss.numel() == 1:
+            return loss.detach().reshape(())
+        got = (
+            f"a {'x'.join(map(str, loss.shape)) or 'scalar'} "
+            f"{str(loss.dtype).removeprefix('torch.')} tensor"
+            if isinstance(loss, torch.Tensor)
+            else type(loss).__name__
+        )
+        raise WorkloadError(
+            f"train_step(model, optimizer, inputs) in {module.__file__} returned {got}, but "
+            "must return the step's loss: a one-element floating-point tensor (or a number), "
+            "which the correctness gate compares with eager's. Add `return loss`."
+        )
+
+    return own
+
+
 def build_optimizer(module: ModuleType, model: torch.nn.Module) -> torch.optim.Optimizer:
     """Calls the file's ``get_optimizer(model)``, or returns ``AdamW(lr=1e-3)`` over the model's
     parameters if it defines none."""

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 import torch._dynamo.config as dynamo_config
+import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 
 import autotune
 from autotune.runtime import safety as _safety
 from autotune.space import _file, builtin_names
 
-CONFIGS = {"inductor": inductor_config, "dynamo": dynamo_config}
+CONFIGS = {"inductor": inductor_config, "dynamo": dynamo_config, "functorch": functorch_config}
 
 
 def _options() -> list[tuple[str, object, object]]:
@@ -99,7 +100,7 @@ def test_free_text_knobs_take_only_the_reviewed_values():
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_knob_of_the_built_in_spaces_is_reviewed(name):
     raw = _file.read(_file.resolve(name))
-    tables = [(layer, raw.get(layer, {})) for layer in ("inductor", "dynamo")]
+    tables = [(layer, raw.get(layer, {})) for layer in ("inductor", "dynamo", "functorch")]
     tables += list(raw.get("numerics", {}).items())
     params = [f"{layer}.{knob}" for layer, table in tables for knob in table]
     assert params and [p for p in params if p not in _safety.reviewed()] == []

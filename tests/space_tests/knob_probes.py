@@ -222,6 +222,10 @@ LEVERS = {
     "OpenVINO (its watch() counts them), and a graph it cannot convert fails as backend_fallback",
     "precision.autocast": "tests/runtime_tests/test_precision.py: Inductor generates bf16 code",
     "precision.matmul": "tests/runtime_tests/test_precision.py: the outputs move (bf16 matmuls)",
+    "functorch.activation_memory_budget": "tests/runtime_tests/test_functorch_knobs.py: the "
+    "forward saves fewer activations for the backward, and Inductor's code changes",
+    "train.optimizer": "tests/runtime_tests/test_optimizer.py and tests/trials_tests/"
+    "test_train.py: the optimizer step is traced (a graph of its own) and updates as eager",
     "openvino.INFERENCE_PRECISION_HINT": "tests/trials_tests/test_levers.py: bf16 moves the "
     "error from float32's to bf16's",
     "openvino.PERFORMANCE_HINT": "tests/runtime_tests/test_openvino_effect.py: the compiled "

@@ -76,8 +76,54 @@ def test_a_wrong_backend_fails_the_gate_naming_the_loss_or_a_gradient(runner, mo
     opted = [f"backend.{wrong.backend}"]  # refused from data unless opted into by name
     result = runner.run(spec(model_file("tiny"), wrong, allow_unsafe_knobs=opted))
     assert result.failure_kind == "accuracy"
-    assert "after the first backward differs from eager" in result.error
+    assert "of step 1 differs from eager" in result.error
     assert "the loss" in result.error or "the gradient of 'a." in result.error
+
+
+def test_a_users_own_step_is_compiled_checked_and_timed(runner, model_file):
+    # Accumulation over two micro-batches, clipping and a scheduler, as the file writes them.
+    result = runner.run(spec(model_file("train_own_step"), aot()))
+    assert result.status == "ok", result.error_tail
+    assert result.accuracy["max_abs_diff"] == 0.0 and result.accuracy["loss_rel"] == 0.0
+    # Gradients were captured as they accumulated: the sum of both micro-batches' ones.
+    assert result.accuracy["grad_cosine"] == pytest.approx(1.0)
+
+
+def test_a_step_that_returns_no_loss_is_a_model_error(model_file, monkeypatch):
+    monkeypatch.setenv("STEP_RETURNS", "none")
+    result = SubprocessRunner().run(spec(model_file("train_own_step"), None))
+    assert result.failure_kind == "model_error"
+    assert "train_step(model, optimizer, inputs)" in result.error
+    assert "returned NoneType" in result.error and "return loss" in result.error
+
+
+def test_the_optimizer_step_compiles_when_the_config_says_so(runner, model_file):
+    result = runner.run(spec(model_file("train_own_step"), aot(train={"optimizer": "compiled"})))
+    assert result.status == "ok", result.error_tail
+    # The model's graph and the optimizer step's (its loop over parameters, LR a tensor).
+    assert result.graphs >= 2
+    assert result.accuracy["loss_rel"] < 1e-5 and result.accuracy["grad_cosine"] > 0.9999
+
+
+def test_bf16_training_is_held_to_the_training_contract(runner, model_file):
+    bf16 = aot(precision={"autocast": "bfloat16"})
+    held = spec(model_file("tiny"), bf16, relaxed_numerics=True)
+    refused = runner.run(held)  # no contract: eager's gate, 10x looser, still fp32's
+    assert refused.failure_kind == "accuracy"
+    contract = "loss_rel<=0.05,grad_cosine>=0.99"
+    result = runner.run(spec(model_file("tiny"), bf16, relaxed_numerics=True, accuracy=contract))
+    assert result.status == "ok", result.error_tail
+    assert result.accuracy["held_to"] == "contract" and result.accuracy["contract"] == contract
+    assert 0 < result.accuracy["loss_rel"] <= 0.05 and result.accuracy["grad_cosine"] >= 0.99
+    strict = spec(model_file("tiny"), bf16, relaxed_numerics=True, accuracy="loss_rel<=1e-9")
+    failed = runner.run(strict)
+    assert failed.failure_kind == "accuracy" and "loss_rel measured" in failed.error
+
+
+def test_float16_training_is_refused(runner, model_file):
+    fp16 = aot(precision={"autocast": "float16"})
+    result = runner.run(spec(model_file("tiny"), fp16, relaxed_numerics=True))
+    assert result.failure_kind == "compile_error" and "GradScaler" in result.error
 
 
 def test_freezing_is_refused_for_training(runner, model_file):

@@ -1,0 +1,40 @@
+"""resolve() refuses an accuracy contract that cannot judge the workload, in the caller's
+words."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.errors import UsageError
+from autotune.settings import CLI, resolve
+
+
+def test_a_training_workload_refuses_an_inference_contract() -> None:
+    with pytest.raises(UsageError) as raised:
+        resolve({"workload": "train", "accuracy": "cosine>=0.999"})
+    message = str(raised.value)
+    assert message.startswith("autotune.tune: accuracy='cosine>=0.999' with workload='train'")
+    assert "loss_rel<=X, grad_cosine>=X" in message
+    assert "accuracy='loss_rel<=0.02,grad_cosine>=0.99'" in message
+
+
+def test_the_command_line_hears_its_flags() -> None:
+    with pytest.raises(UsageError, match="--accuracy 'loss_rel<=0.02,grad_cosine>=0.99'"):
+        resolve({"workload": "train", "accuracy": "cosine>=0.999"}, language=CLI)
+
+
+def test_an_inference_workload_refuses_a_training_contract() -> None:
+    with pytest.raises(UsageError, match="judges a training step"):
+        resolve({"accuracy": "loss_rel<=0.02"})
+
+
+def test_a_contract_that_fits_resolves() -> None:
+    options = resolve({"workload": "train", "accuracy": "loss_rel<=0.02"})
+    assert options.accuracy == "loss_rel<=0.02" and options.workload == "train"
+    assert resolve({"accuracy": "cosine>=0.999"}).accuracy == "cosine>=0.999"
+
+
+def test_a_bad_workload_is_the_only_problem_said() -> None:
+    with pytest.raises(UsageError) as raised:
+        resolve({"workload": "trian", "accuracy": "loss_rel<=0.02"})
+    assert "workload" in str(raised.value) and "judges" not in str(raised.value)
