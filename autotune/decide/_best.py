@@ -274,6 +274,8 @@ def _file(
             # the accuracy contract the study stated (autotune.measure._contract): verify holds the
             # config to it again
             "accuracy": settings.accuracy,
+            # what units_per_s counts (the model file's units(inputs)), if it counts any
+            "units": record.units if record is not None else None,
         },
         source={
             "study": study,
@@ -300,6 +302,9 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
     }
     if r.batch_size is not None:
         metrics["samples_per_s"] = r.samples_per_s()
+    if r.units is not None:
+        metrics["units_per_s"] = r.units_per_s()
+        metrics["eager_units_per_s"] = r.units_per_s(1.0)
     metrics.update(error_metrics(r.result.get("accuracy")))
     return metrics
 

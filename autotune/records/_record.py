@@ -82,6 +82,23 @@ class TrialRecord(TrialFigures):
             return None
         return (self.batch_size or 1) * speedup / self.eager_latency_median_s
 
+    @property
+    def units(self) -> str | None:
+        """What the model file counts one call's work in (``tokens``, ``samples``), when its
+        ``units(inputs)`` says."""
+        units = self.result.get("units")
+        return str(units["name"]) if isinstance(units, dict) and units.get("name") else None
+
+    def units_per_s(self, speedup: float | None = None) -> float | None:
+        """The model file's units (:attr:`units`) processed per second, from the trial's own
+        eager latency and ``speedup`` over it (default: its median speedup); None when the
+        file counts none."""
+        units = self.result.get("units")
+        speedup = self.speedup_vs_eager if speedup is None else speedup
+        if not isinstance(units, dict) or not speedup or not self.eager_latency_median_s:
+            return None
+        return float(units["per_sweep"]) * speedup / self.eager_latency_median_s
+
     def __post_init__(self) -> None:
         _check_choice("status", self.status, STATUSES)
         if self.baseline is not None:

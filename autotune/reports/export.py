@@ -33,6 +33,8 @@ COLUMNS: dict[str, str] = {
     "pruned": "bool",  # timing stopped early: clearly slower than the best so far
     "code_hash": "string",  # the identity of the generated code
     "batch_size": "int64",
+    "units": "string",  # what units_per_s counts (the model file's units(inputs)): tokens, ...
+    "units_per_s": "float64",
     "compile_time_s": "float64",
     "setup_s": "float64",
     "timing_s": "float64",
@@ -178,6 +180,8 @@ def _row(data: StudyData, row: TrialRow) -> dict[str, Any]:
         pruned=r.pruned,
         code_hash=result.get("code_hash"),
         batch_size=r.batch_size,
+        units=r.units,
+        units_per_s=r.units_per_s(),
         compile_time_s=r.compile_time_s,
         setup_s=phases.get("setup_s"),
         timing_s=phases.get("timing_s"),

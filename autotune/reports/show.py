@@ -239,6 +239,10 @@ def _claims(facts: dict[str, Any]) -> list[str]:
     )
     if m.get("samples_per_s"):
         lines.append(f"  {m['samples_per_s']:,.0f} samples/s")
+    unit = facts["workload"].get("units")
+    if m.get("units_per_s") and unit:
+        eager = m.get("eager_units_per_s") or 0
+        lines.append(f"  {m['units_per_s']:,.0f} {unit}/s against {eager:,.0f} {unit}/s eager")
     error = error_line(m)
     if error:
         lines.append(f"  error against eager fp32: {error}")

@@ -151,6 +151,12 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
         if m.get("samples_per_s"):
             batch = best.workload.get("batch_size")
             lines.append(f"      {m['samples_per_s']:,.0f} samples/s at batch size {batch}")
+        if m.get("units_per_s") and best.workload.get("units"):
+            unit = best.workload["units"]
+            lines.append(
+                f"      {m['units_per_s']:,.0f} {unit}/s (eager "
+                f"{m.get('eager_units_per_s') or 0:,.0f} {unit}/s)"
+            )
     else:
         lines.append("Decision: do not compile.")
         if best.metrics.get("eager_samples_per_s"):

@@ -32,6 +32,7 @@ from autotune.workload import (
     accuracy_metric,
     build_calls,
     build_model,
+    count_units,
     describe_calls,
     load_model_file,
 )
@@ -45,6 +46,7 @@ class Workload:
     calls: list[Call]
     reference: Any  # eager outputs of one sweep, cloned
     metric: Callable[[Any, Any], float] | None = None  # the model file's accuracy()
+    units: dict[str, Any] | None = None  # what one sweep processes (count_units)
 
 
 def measure_trial(spec: TrialSpec) -> TrialResult:
@@ -65,18 +67,24 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
         with torch.no_grad():
             started = time.perf_counter()
             work = _setup(spec)
-            _record_setup(facts, started, work.calls, work.model)
+            _record_setup(facts, started, work.calls, work.model, work.units)
             return _compile_and_time(spec, config, work, deadline, facts)
     except TrialFailure as failure:
         return TrialResult.failed(failure.kind, str(failure), **facts)
 
 
 def _record_setup(
-    facts: dict[str, Any], started: float, calls: list[Call], model: torch.nn.Module
+    facts: dict[str, Any],
+    started: float,
+    calls: list[Call],
+    model: torch.nn.Module,
+    units: dict[str, Any] | None,
 ) -> None:
     facts["phases"] = {"setup_s": time.perf_counter() - started}
     facts["inputs"] = describe_calls(calls)
     facts["model"] = model_fingerprint(model)
+    if units is not None:
+        facts["units"] = units
 
 
 def _setup(spec: TrialSpec) -> Workload:
@@ -89,9 +97,10 @@ def _setup(spec: TrialSpec) -> Workload:
         model.eval()
         reference = measure.clone_outputs(_sweep(model, calls))
         metric = accuracy_metric(module) if spec.accuracy else None
+        units = count_units(module, calls)
     except Exception as exc:
         raise TrialFailure("model_error", str(exc)) from exc
-    return Workload(model, calls, reference, metric)
+    return Workload(model, calls, reference, metric, units)
 
 
 def _compile_and_time(
@@ -259,7 +268,7 @@ def _train_trial(
     """One training step per input is the timed unit; see autotune.trials._train."""
     started = time.perf_counter()
     work = _train.setup(spec)
-    _record_setup(facts, started, work.calls, work.model)
+    _record_setup(facts, started, work.calls, work.model, work.units)
     _reset_counters()
     measure.reset_peak_memory(spec.device)
     write_phase(spec.progress_path, "compiling")

@@ -143,6 +143,8 @@ class TrialResult(TrialFigures):
     threads: int | None = None  # torch intra-op threads the trial ran with
     per_shape: list[dict[str, Any]] = field(default_factory=list)  # shape distributions only
     batch_size: int | None = None  # the batch size get_inputs was asked for, if one was
+    # What one sweep processes, as the model file's units(inputs) counts it: name, per_sweep
+    units: dict[str, Any] | None = None
     cache_bytes_written: int | None = None  # what the trial added to the study's kernel cache
     code_hash: str | None = None  # the identity of the generated code (autotune.trials._code)
     equivalent_of: int | None = None  # the trial whose identical code was timed instead

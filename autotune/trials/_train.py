@@ -42,6 +42,7 @@ from autotune.workload import (
     build_calls,
     build_model,
     build_optimizer,
+    count_units,
     load_model_file,
     train_step_function,
 )
@@ -105,6 +106,7 @@ class TrainWork:
     eager: Stepper | None = None
     reference: list[StepRecord] = dataclasses.field(default_factory=list)
     allow_unsafe_knobs: list[str] = dataclasses.field(default_factory=list)
+    units: dict[str, Any] | None = None  # what one sweep processes (count_units)
 
     @property
     def draws_random(self) -> bool:
@@ -122,6 +124,7 @@ def setup(spec: TrialSpec) -> TrainWork:
         calls = build_calls(module, spec.device, spec.batch_size)
         work = TrainWork(module, model, calls, train_step_function(module), spec.seed)
         work.allow_unsafe_knobs = list(spec.allow_unsafe_knobs)
+        work.units = count_units(module, calls)
         work.eager = stepper(work, None)
         work.reference = [_first(work.eager, call) for call in gate_calls(calls)]
     except Exception as exc:

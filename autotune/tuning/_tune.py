@@ -27,6 +27,7 @@ def tune(
     loss_fn: Callable[[Any, Any], Any] | None = None,
     get_optimizer: Callable[[Any], Any] | None = None,
     train_step: Callable[[Any, Any, Any], Any] | None = None,
+    units: Callable[[Any], Any] | None = None,
     metric: Callable[[Any, Any], float] | None = None,
     models_dir: str | os.PathLike[str] = MODELS_DIR,
     **options: Any,
@@ -54,6 +55,8 @@ def tune(
             scheduler: whatever your loop does), timed as written with the model compiled
             (default: ``loss_fn`` of the output, ``backward()``, ``optimizer.step()``,
             ``optimizer.zero_grad()``).
+        units: ``units(inputs)``: what one call processes, a count of samples or
+            ``(count, "tokens")``; the reports and the file then give throughput in it.
         metric: ``metric(output, reference) -> float``, the task metric an accuracy contract
             may name (``accuracy="accuracy>=0.99"``), as a model file's ``accuracy``.
         models_dir: Where the bundle is written (default ``.autotune/models``).
@@ -77,7 +80,7 @@ def tune(
     from autotune.workload import write_bundle
 
     functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "train_step": train_step,
-                 "accuracy": metric}  # fmt: skip
+                 "units": units, "accuracy": metric}  # fmt: skip
     resolve(options, language=PYTHON)  # refused before the bundle is written
     given = {name: fn for name, fn in functions.items() if fn is not None}
     try:

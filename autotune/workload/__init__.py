@@ -15,6 +15,8 @@ A model file is a Python file that defines:
 - ``train_step(model, optimizer, inputs) -> loss`` (optional, training only): the user's own
   step (clipping, accumulation, a scheduler), timed as written; default: ``loss_fn`` of the
   output, ``backward()``, ``optimizer.step()``, ``optimizer.zero_grad()``;
+- ``units(inputs)`` (optional): what one call processes, a count of samples or ``(count,
+  "tokens")``: the reports then give throughput in that unit per second;
 - ``accuracy(output, reference) -> float`` (optional): a task metric an accuracy contract may
   name (``--accuracy 'accuracy>=0.99'``): top-1 agreement, a perplexity delta.
 
@@ -55,6 +57,7 @@ from autotune.workload._model_file import (
     build_calls,
     build_model,
     build_optimizer,
+    count_units,
     describe_calls,
     load_model_file,
     loss_function,
@@ -78,6 +81,7 @@ __all__ = [
     "build_calls",
     "build_model",
     "build_optimizer",
+    "count_units",
     "default_loss",
     "describe_calls",
     "load_model_file",

@@ -185,9 +185,9 @@ def bundle_module(file: Path) -> ModuleType:
         return fn(output, reference)
 
     def optional(name: str) -> Any:
-        # A model file either defines train_step or not: the bundle's module has it only
-        # when the bundle holds one (read on first access, PEP 562).
-        if name == "train_step" and content().get(name) is not None:
+        # A model file either defines these or not: the bundle's module has one only when
+        # the bundle holds it (read on first access, PEP 562).
+        if name in ("train_step", "units") and content().get(name) is not None:
             return content()[name]
         raise AttributeError(f"model bundle {file.name} has no {name}")
 

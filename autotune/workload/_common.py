@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     import torch
 
 REQUIRED = ("get_model", "get_inputs")
-# The train workload's; defaults otherwise (train_step: the fixed step below).
-OPTIONAL = ("loss_fn", "get_optimizer", "train_step")
+# The train workload's (defaults otherwise; train_step: the fixed step), and units: what one
+# call processes (tokens, samples), for throughput in the reports.
+OPTIONAL = ("loss_fn", "get_optimizer", "train_step", "units")
 METRIC = "accuracy"  # the task metric an accuracy contract may name
 DEFAULT_LEARNING_RATE = 1e-3
 

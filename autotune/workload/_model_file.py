@@ -256,6 +256,47 @@ def build_optimizer(module: ModuleType, model: torch.nn.Module) -> torch.optim.O
     return optimizer
 
 
+def count_units(module: ModuleType, calls: list[Call]) -> dict[str, Any] | None:
+    """What one pass over ``calls`` processes, as the file's ``units(inputs)`` counts it:
+    ``{"name": "tokens", "per_sweep": N}``; None when the file defines no ``units``.
+
+    ``units(inputs)`` returns a count (of samples), or ``(count, name)`` such as
+    ``(input_ids.numel(), "tokens")``; the reports then speak in ``name`` per second.
+    """
+    import torch
+
+    fn = getattr(module, "units", None)
+    if fn is None:
+        return None
+    rule = (
+        "units(inputs) must return what one call processes: a positive count (of samples), or "
+        '(count, name) such as (inputs["input_ids"].numel(), "tokens")'
+    )
+    if not callable(fn):
+        raise WorkloadError(f"units in {module.__file__} is a {type(fn).__name__}, but {rule}.")
+    total, names = 0.0, set()
+    for call in calls:
+        value = fn(call.inputs)
+        count, name = value if isinstance(value, tuple) and len(value) == 2 else (value, "samples")
+        if isinstance(count, torch.Tensor) and count.numel() == 1:
+            count = count.item()
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, (int, float))
+            or not 0 < count < float("inf")
+            or not (isinstance(name, str) and name.strip())
+        ):
+            raise WorkloadError(f"{rule}; units in {module.__file__} returned {value!r}.")
+        total += count
+        names.add(name.strip())
+    if len(names) > 1:
+        raise WorkloadError(
+            f"units(inputs) in {module.__file__} named {sorted(names)} for different calls; "
+            "one model's calls are counted in one unit."
+        )
+    return {"name": names.pop(), "per_sweep": total} if names else None
+
+
 def describe_calls(calls: list[Call]) -> list[str]:
     """Short descriptions of each call's tensor shapes, e.g. ``(8x128:float32)``."""
     return [_describe(call) for call in calls]

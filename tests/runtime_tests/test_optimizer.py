@@ -83,3 +83,20 @@ def test_a_wrong_train_setting_is_a_config_error():
     _, optimizer = _model_and_optimizer()
     with pytest.raises(ConfigError, match=r"train\.optimizer: expected 'compiled'"):
         autotune.apply_optimizer(optimizer, {"train": {"optimizer": "fused"}})
+
+
+def test_a_training_config_is_reproduced_by_apply_and_apply_optimizer():
+    # What the trial ran: the model compiled under bf16 autocast, the optimizer step compiled.
+    config = {"backend": "aot_eager", "precision": {"autocast": "bfloat16"},
+              "functorch": {"activation_memory_budget": 0.5},
+              "train": {"optimizer": "compiled"}}  # fmt: skip
+    model, optimizer = _model_and_optimizer()
+    model = autotune.apply(model.train(), config)
+    autotune.apply_optimizer(optimizer, config)
+    x = torch.randn(4, 8)
+    out = model(x)
+    assert out.dtype == torch.bfloat16  # the forward ran in the autocast region
+    out.float().square().mean().backward()
+    assert all(p.grad.dtype == torch.float32 for p in model.parameters())  # fp32 master weights
+    optimizer.step()
+    assert compiles_step(optimizer)

@@ -87,6 +87,7 @@ def test_a_users_own_step_is_compiled_checked_and_timed(runner, model_file):
     assert result.accuracy["max_abs_diff"] == 0.0 and result.accuracy["loss_rel"] == 0.0
     # Gradients were captured as they accumulated: the sum of both micro-batches' ones.
     assert result.accuracy["grad_cosine"] == pytest.approx(1.0)
+    assert result.units == {"name": "sequences", "per_sweep": 8}  # the file's units(inputs)
 
 
 def test_a_step_that_returns_no_loss_is_a_model_error(model_file, monkeypatch):

@@ -114,3 +114,37 @@ def test_what_cannot_be_pickled_is_refused_with_the_remedy(tmp_path, monkeypatch
     model, _ = _model()
     with pytest.raises(UsageError, match="cannot be saved for the trial processes"):
         autotune.tune(model, (threading.Lock(),), **FAST)
+
+
+def test_a_users_train_step_is_tuned_under_a_training_contract(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "kernels"))
+    model, x = _model()
+    target = torch.randn(8, 4)
+
+    def train_step(model, optimizer, inputs):  # accumulation over two halves, clipping
+        total = 0.0
+        for half, want in zip(inputs[0].chunk(2), target.chunk(2), strict=True):
+            loss = nn.functional.mse_loss(model(half), want) / 2
+            loss.backward()
+            total += loss.detach()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        return total
+
+    space = AOT_EAGER.with_name("aot_eager_train.toml")
+    options = {**FAST, "space": str(space), "trials": 3, "prune": False}
+    result = autotune.tune(
+        model.train(), (x,), workload="train", train_step=train_step,
+        units=lambda inputs: (inputs[0].shape[0], "rows"),
+        accuracy="loss_rel<=0.05,grad_cosine>=0.99", **options,
+    )  # fmt: skip
+    ok = [r for r in result.records if r.status == "ok" and r.duplicate_of is None]
+    preset = next(r for r in ok if r.config and r.config.get("train"))
+    assert preset.config["precision"] == {"autocast": "bfloat16"}
+    assert preset.result["accuracy"]["held_to"] == "contract"
+    assert 0 < preset.result["accuracy"]["loss_rel"] <= 0.05
+    assert preset.units == "rows" and preset.units_per_s() > 0
+    assert all("grad_cosine" in r.result["accuracy"] for r in ok)
+    assert result.best.workload["kind"] == "train" and result.best.workload["units"] == "rows"

@@ -90,3 +90,22 @@ def test_a_bundle_has_a_train_step_only_when_given_one(tmp_path):
     assert with_step.train_step(None, None, None) == 0.5
     without = load_model_file(write_bundle(tmp_path / "b", model, (torch.ones(2, 4),)))
     assert getattr(without, "train_step", None) is None
+
+
+def test_units_count_what_one_sweep_processes_in_the_files_unit():
+    from autotune.workload import count_units
+
+    calls = [Call((torch.ones(2, 5),), {}), Call((torch.ones(3, 7),), {})]
+    tokens = _module(units=lambda inputs: (inputs[0].numel(), "tokens"))
+    assert count_units(tokens, calls) == {"name": "tokens", "per_sweep": 31}
+    samples = _module(units=lambda inputs: torch.tensor(inputs[0].shape[0]))
+    assert count_units(samples, calls) == {"name": "samples", "per_sweep": 5}
+    assert count_units(_module(), calls) is None
+
+
+@pytest.mark.parametrize("returned", [0, -1, "8", (8, ""), True, float("nan")])
+def test_units_that_are_no_positive_count_are_refused(returned):
+    from autotune.workload import count_units
+
+    with pytest.raises(WorkloadError, match="must return what one call processes"):
+        count_units(_module(units=lambda inputs: returned), [Call((torch.ones(1),), {})])
