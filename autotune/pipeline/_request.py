@@ -6,6 +6,7 @@ never written."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from autotune._deadline import Deadline
 from autotune.pipeline._device import resolve_device
@@ -35,6 +36,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     if batch_sizes:
         require_batch_size(module)
     device = resolve_device(args.device, remedy=NO_CUDA)
+    scope, notes = _scope(args, module)
     space = load_space(
         args.space or device.split(":")[0],
         device,
@@ -55,7 +57,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         compile_budget_factor=args.compile_budget_factor,
         measure=MeasureSettings(target_seconds=args.measure_seconds),
         sampler=args.sampler,
-        scope=args.scope,
+        scope=scope,
         objective=args.objective,
         calls=args.calls,
         memory_budget_bytes=args.memory_budget,
@@ -87,8 +89,23 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         device=args.device and device, model_path=str(model),
         trust_model_path=args.trust_model_path,
         allow_version_mismatch=args.allow_version_mismatch,
-        allow_unsafe_knobs=space.unsafe_knobs,
+        allow_unsafe_knobs=space.unsafe_knobs, notes=notes,
     )  # fmt: skip
+
+
+def _scope(args: SearchOptions, module: Any) -> tuple[str, tuple[str, ...]]:
+    """The scope the study searches, and a note when it is not the one asked for: a train
+    step of the model file's own calls the model its own way, while the scope's analysis and
+    probes call it with ``get_inputs``' arguments, so such a study compiles the whole model."""
+    if args.scope != "search" or args.workload != "train":
+        return args.scope, ()
+    if getattr(module, "train_step", None) is None:
+        return args.scope, ()
+    return "whole", (
+        "scope: the whole model is compiled, not searched: the model file's train_step calls "
+        "the model its own way, and the scope probes call it with get_inputs' arguments "
+        "(--scope whole says the same without this note)",
+    )
 
 
 def _pareto_axes(args: SearchOptions) -> list[str] | None:

@@ -88,7 +88,7 @@ def finish_of(args: SearchOptions) -> Finish:
 def opening_lines(search: Search) -> list[str]:
     """The space's notes, then the study line: new, or resumed with how far it got."""
     space = search.session.space
-    lines = [f"note: {note}" for note in space.notes]
+    lines = [f"note: {note}" for note in (*space.notes, *search.request.notes)]
     s, done = search.session.settings, search.done()
     what = f"{s.model_path} on {s.device}, space {space.name!r} ({space.size:,} configurations)"
     name = search.request.study_name

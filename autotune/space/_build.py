@@ -65,7 +65,7 @@ def build(
     contract = contract or raw.get("accuracy_contract") is True
     declared_knobs = knobs  # presets may name a backend left out here
     if builtin:
-        knobs = _installed_backends(knobs, out.notes)
+        knobs = _installed_backends(knobs, out.notes, workload)
     context = make_context(device, workload, knobs, contract)
     allowed = allow_numerics or raw.get("allow_numerics_changes") is True
     for knob in knobs:
@@ -155,18 +155,25 @@ def make_context(
     }
 
 
-def _installed_backends(knobs: list[Knob], notes: list[str]) -> list[Knob]:
-    """A built-in space's ``compile.backend`` without the backends not installed here."""
+def _installed_backends(knobs: list[Knob], notes: list[str], workload: str) -> list[Knob]:
+    """A built-in space's ``compile.backend`` without the backends not installed here, nor,
+    for training, those that compile inference graphs only."""
     out = []
     for knob in knobs:
         missing = [v for v in knob.values() if not _levers.installed(str(v))]
+        if workload == "train":
+            missing += [v for v in knob.values() if v in _levers.INFERENCE_ONLY_BACKENDS]
         if knob.param == "compile.backend" and missing:
             kept = tuple(v for v in knob.values() if v not in missing)
-            for name in missing:
-                notes.append(
-                    f"backend {name!r} is not searched: it is not installed here "
+            for name in dict.fromkeys(missing):
+                why = (
+                    "it compiles inference graphs (a train workload's backward would run "
+                    "outside it)"
+                    if name in _levers.INFERENCE_ONLY_BACKENDS and workload == "train"
+                    else "it is not installed here "
                     f"({_levers.EXTRA_BACKENDS.get(str(name), 'install it')} to search it)"
                 )
+                notes.append(f"backend {name!r} is not searched: {why}")
             knob = dataclasses.replace(knob, choices=kept)
         out.append(knob)
     return out

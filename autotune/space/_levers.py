@@ -43,6 +43,8 @@ _CHOICES: dict[str, tuple[dict[str, tuple[str, ...]], dict[str, str]]] = {
 }
 # Backends a space may name that are not part of torch, and what installs each.
 EXTRA_BACKENDS = {"openvino": "pip install 'autotune[openvino]'"}
+# Backends built for inference: a built-in space leaves them out of a train workload's search.
+INFERENCE_ONLY_BACKENDS = frozenset({"openvino"})
 CONTRACT_HINT = "state an accuracy contract (--accuracy 'cosine>=0.999') to search them"
 
 

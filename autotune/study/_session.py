@@ -90,6 +90,8 @@ class SearchRequest:
         allow_version_mismatch: Join even if this torch or triton differs from the study's.
         cache_limit_bytes: Past this, the kernel cache's oldest files are removed.
         start_from: An earlier study to start from (``--start-from``), queued once.
+        notes: What the request derived from the model file that its options did not say
+            (a scope it narrowed, and why), printed as the study opens.
     """
 
     study_name: str
@@ -105,6 +107,7 @@ class SearchRequest:
     allow_unsafe_knobs: tuple[str, ...] = ()
     cache_limit_bytes: int = size(DEFAULT["cache_limit"])
     start_from: StartFrom | None = None
+    notes: tuple[str, ...] = ()
 
 
 class Session:

@@ -117,3 +117,23 @@ def test_a_backend_not_installed_leaves_a_builtin_space_with_a_note(
     assert space_from_dict(space.to_dict(), "cpu") == space  # a worker reads it back
     with pytest.raises(SpaceError, match=r"'openvino' is not installed here \(pip install"):
         space_from_dict({"compile": {"backend": ["inductor", "openvino"]}}, "cpu")
+
+
+def test_a_training_study_searches_bf16_the_compiled_optimizer_and_no_openvino(
+    bf16_cpu: None,
+) -> None:
+    space = load_space("cpu", "cpu", workload="train", accuracy_contract=True)
+    configs = _configs(space)
+    assert {c.precision.get("autocast") for c in configs} == {None, "bfloat16"}
+    assert {c.precision.get("matmul") for c in configs} == {None}  # a backward runs outside
+    assert {c.train.get("optimizer") for c in configs} == {None, "compiled"}
+    assert {c.backend for c in configs} == {"inductor"}
+    assert any("backend 'openvino' is not searched" in n for n in space.notes)
+    names = [p.name for p in space.presets]
+    assert names.index("bf16-autocast+compiled-optimizer") < names.index("bf16-autocast")
+    both = space.preset_config(space.preset("bf16-autocast+compiled-optimizer"))  # type: ignore[arg-type]
+    assert both.train == {"optimizer": "compiled"} and space.relaxes_numerics(both)
+    # An inference study never offers the training levers, nor measures their presets.
+    inference = load_space("cpu", "cpu", accuracy_contract=True)
+    assert not any(c.train for c in _configs(inference))
+    assert "compiled-optimizer" not in [p.name for p in inference.presets]
