@@ -224,9 +224,11 @@ def training_errors(expected: Sequence[Any], actual: Sequence[Any]) -> dict[str,
         ``loss_rel``: the largest ``|loss - expected| / max(|expected|, tiny)`` over the steps
         (inf for a NaN or infinity where eager's is finite); ``grad_cosine``: the lowest cosine
         similarity of a gradient with eager's (1.0 both all-zero, 0.0 one missing or all-zero,
-        -1.0 a NaN or infinity where eager's is finite) and ``grad_worst``, its parameter. A
-        metric nothing measured (no steps, no gradient on either side) is None, which no
-        clause holds.
+        -1.0 a NaN or infinity where eager's is finite) and ``grad_worst``, its parameter;
+        ``grad_zero``, the parameters left out of it as zero but for rounding (eager's RMS
+        below 1e-5 of the step's median gradient RMS, the configuration's below 1e-2 of it:
+        a key projection's bias, which softmax makes exactly zero). A metric nothing
+        measured (no steps, no gradient on either side) is None, which no clause holds.
 
     Raises:
         ValueError: When the step counts differ.
@@ -239,17 +241,54 @@ def training_errors(expected: Sequence[Any], actual: Sequence[Any]) -> dict[str,
     loss_rel: float | None = None
     cosine: float | None = None
     worst = ""
+    zero: set[str] = set()
     for want, got in zip(expected, actual, strict=True):
         rel = _loss_rel(want.loss, got.loss)
         loss_rel = rel if loss_rel is None else max(loss_rel, rel)
-        for name in sorted(want.grads.keys() | got.grads.keys()):
-            value = _grad_cosine(want.grads.get(name), got.grads.get(name))
+        names = sorted(want.grads.keys() | got.grads.keys())
+        scale = _median_rms([want.grads.get(name) for name in names])
+        for name in names:
+            left, right = want.grads.get(name), got.grads.get(name)
+            if _numerically_zero(left, right, scale):
+                zero.add(name)
+                continue
+            value = _grad_cosine(left, right)
             if value is not None and (cosine is None or value < cosine):
                 cosine, worst = value, name
     errors: dict[str, Any] = {"loss_rel": loss_rel, "grad_cosine": cosine}
     if cosine is not None:
         errors["grad_worst"] = worst
+    if zero:
+        errors["grad_zero"] = len(zero)
     return errors
+
+
+# A gradient whose per-element RMS in eager is below this fraction of the step's median is
+# fp32 rounding of an exact zero (a key projection's bias under softmax: 1e-8 of the median
+# in a ViT): its direction is noise. The configuration's may then be noise of its own
+# precision (bf16: 1e-4 to 1e-3 of the median there), but not a gradient (above 1e-2).
+_ZERO_IN_EAGER = 1e-5
+_NOISE_IN_CONFIG = 1e-2
+
+
+def _rms(grad: Any) -> float:
+    return float(grad.detach().double().norm()) / max(grad.numel(), 1) ** 0.5
+
+
+def _median_rms(grads: list[Any]) -> float:
+    values = sorted(_rms(g) for g in grads if g is not None and g.numel())
+    return values[len(values) // 2] if values else 0.0
+
+
+def _numerically_zero(expected: Any, actual: Any, scale: float) -> bool:
+    """Whether a parameter's gradient is zero but for rounding, in eager and in the
+    configuration alike (relative to the step's median gradient RMS ``scale``): its direction
+    says nothing, and it is left out of ``grad_cosine``."""
+    if expected is None or actual is None or not scale or not math.isfinite(scale):
+        return False
+    if expected.shape != actual.shape or not bool(actual.detach().isfinite().all()):
+        return False
+    return _rms(expected) < _ZERO_IN_EAGER * scale and _rms(actual) < _NOISE_IN_CONFIG * scale
 
 
 def _loss_rel(expected: Any, actual: Any) -> float:

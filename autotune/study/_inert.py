@@ -4,8 +4,10 @@ the knob (and every other that differs between them) had no effect. The search s
 such a knob: it is left to torch (its default, or the mode's value) in later trials, so no
 trial is spent telling its values apart, and the report says "no effect on this model".
 
-Only Inductor and Dynamo knobs collapse: the compile mode, the backend, ``dynamic`` and the
-precision decide which other knobs exist and how the code runs, beyond what the code shows.
+Only Inductor, Dynamo and functorch knobs collapse (a partitioner setting such as
+``activation_memory_budget`` shows in the forward and backward code a training trial records):
+the compile mode, the backend, ``dynamic``, the precision and the training step's optimizer
+decide which other knobs exist and how the code runs, beyond what the code shows.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from autotune.records import TrialRecord
 from autotune.storage import BASELINE_ATTR, LEFT_ATTR, PRESET_ATTR, START_FROM_ATTR
 
-COLLAPSING = ("inductor.", "dynamo.")
+COLLAPSING = ("inductor.", "dynamo.", "functorch.")
 
 
 def sampled(trial: Any) -> bool:

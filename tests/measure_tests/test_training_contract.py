@@ -171,3 +171,21 @@ def test_judge_steps_fails_naming_the_metric_and_the_parameter() -> None:
 def test_judge_steps_needs_a_training_clause() -> None:
     with pytest.raises(ContractError, match="no training clause"):
         parse_contract("cosine>=0.999").judge_steps([step(1.0)], [step(1.0)])
+
+
+def test_a_gradient_zero_but_for_rounding_is_left_out_of_grad_cosine() -> None:
+    # A key projection's bias under softmax: exactly zero, so eager holds fp32 rounding
+    # (1e-8 of the other gradients) and bf16 its own (1e-4): two directions of noise.
+    gen = torch.Generator().manual_seed(0)
+    weights = {f"w{i}": torch.randn(64, generator=gen) for i in range(4)}
+    eager = step(2.0, **weights, bias=1e-8 * torch.randn(8, generator=gen))
+    bf16 = step(2.0, **{k: v * 1.001 for k, v in weights.items()},
+                bias=1e-4 * torch.randn(8, generator=gen))  # fmt: skip
+    errors = training_errors([eager], [bf16])
+    assert errors["grad_cosine"] == pytest.approx(1.0) and errors["grad_zero"] == 1
+    assert errors["grad_worst"] != "bias"
+    # A real gradient where eager has none is no rounding: its direction counts.
+    wrong = step(2.0, **weights, bias=torch.ones(8))
+    errors = training_errors([eager], [wrong])
+    assert errors["grad_worst"] == "bias" and errors["grad_cosine"] < 0.5
+    assert "grad_zero" not in errors

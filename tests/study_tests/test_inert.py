@@ -49,6 +49,16 @@ def test_two_trials_with_the_same_code_show_what_they_set_differently_is_inert()
     assert inert_knobs(params, records[:3]) == {}  # one sampled trial of code "a": no pair yet
 
 
+def test_an_activation_budget_that_compiles_the_same_code_is_inert_but_the_optimizer_is_not():
+    params = {
+        2: {"functorch.activation_memory_budget": 1.0, "train.optimizer": "eager"},
+        3: {"functorch.activation_memory_budget": 0.5, "train.optimizer": "compiled"},
+    }
+    records = [record(2, "a"), record(3, "a")]
+    # The partitioner's choice shows in the code; the optimizer step's effect runs beside it.
+    assert inert_knobs(params, records) == {"functorch.activation_memory_budget": (2, 3)}
+
+
 def test_a_knob_left_to_torch_is_neither_drawn_nor_set(tmp_path):
     path = tmp_path / "inert.toml"
     path.write_text(SPACE)
