@@ -77,10 +77,7 @@ class TrialRecord(TrialFigures):
     def samples_per_s(self, speedup: float | None = None) -> float | None:
         """Samples per second (calls per second without a batch size), from the trial's own
         eager latency and ``speedup`` over it (default: its median speedup)."""
-        speedup = self.speedup_vs_eager if speedup is None else speedup
-        if not speedup or not self.eager_latency_median_s:
-            return None
-        return (self.batch_size or 1) * speedup / self.eager_latency_median_s
+        return self._per_s(self.batch_size or 1, speedup)
 
     @property
     def units(self) -> str | None:
@@ -94,10 +91,17 @@ class TrialRecord(TrialFigures):
         eager latency and ``speedup`` over it (default: its median speedup); None when the
         file counts none."""
         units = self.result.get("units")
-        speedup = self.speedup_vs_eager if speedup is None else speedup
-        if not isinstance(units, dict) or not speedup or not self.eager_latency_median_s:
+        if not isinstance(units, dict) or self.units is None:
             return None
-        return float(units["per_sweep"]) * speedup / self.eager_latency_median_s
+        return self._per_s(float(units["per_sweep"]), speedup)
+
+    def _per_s(self, count: float, speedup: float | None) -> float | None:
+        """``count`` per second at ``speedup`` over the trial's own eager latency (default:
+        its median speedup)."""
+        speedup = self.speedup_vs_eager if speedup is None else speedup
+        if not speedup or not self.eager_latency_median_s:
+            return None
+        return count * speedup / self.eager_latency_median_s
 
     def __post_init__(self) -> None:
         _check_choice("status", self.status, STATUSES)

@@ -65,7 +65,7 @@ def build(
     contract = contract or raw.get("accuracy_contract") is True
     declared_knobs = knobs  # presets may name a backend left out here
     if builtin:
-        knobs = _installed_backends(knobs, out.notes, workload)
+        knobs = _offered_backends(knobs, out.notes, workload)
     context = make_context(device, workload, knobs, contract)
     allowed = allow_numerics or raw.get("allow_numerics_changes") is True
     for knob in knobs:
@@ -155,7 +155,7 @@ def make_context(
     }
 
 
-def _installed_backends(knobs: list[Knob], notes: list[str], workload: str) -> list[Knob]:
+def _offered_backends(knobs: list[Knob], notes: list[str], workload: str) -> list[Knob]:
     """A built-in space's ``compile.backend`` without the backends not installed here, nor,
     for training, those that compile inference graphs only."""
     out = []

@@ -215,14 +215,8 @@ def train_step_function(module: ModuleType) -> StepFn:
             return torch.tensor(float(loss))
         if isinstance(loss, torch.Tensor) and loss.is_floating_point() and loss.numel() == 1:
             return loss.detach().reshape(())
-        got = (
-            f"a {'x'.join(map(str, loss.shape)) or 'scalar'} "
-            f"{str(loss.dtype).removeprefix('torch.')} tensor"
-            if isinstance(loss, torch.Tensor)
-            else type(loss).__name__
-        )
         raise WorkloadError(
-            f"train_step(model, optimizer, inputs) in {module.__file__} returned {got}, but "
+            f"train_step(model, optimizer, inputs) in {module.__file__} {_returned(loss)}, but "
             "must return the step's loss: a one-element floating-point tensor (or a number), "
             "which the correctness gate compares with eager's. Add `return loss`."
         )
@@ -367,15 +361,23 @@ def _shape(value: Any) -> str:
     return type(value).__name__
 
 
+def _returned(value: Any) -> str:
+    """What a function returned, as a message says it: ``returned a 2x3 float32 tensor``,
+    ``returned NoneType``."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return f"returned {type(value).__name__}"
+    shape = "x".join(map(str, value.shape)) or "scalar"
+    return f"returned a {shape} {str(value.dtype).removeprefix('torch.')} tensor"
+
+
 def _check_loss(module: ModuleType, what: str, value: Any) -> None:
     import torch
 
     problem = ""
-    if not isinstance(value, torch.Tensor):
-        problem = f"returned {type(value).__name__}"
-    elif not value.is_floating_point() or value.numel() != 1:
-        shape = "x".join(map(str, value.shape)) or "scalar"
-        problem = f"returned a {shape} {str(value.dtype).removeprefix('torch.')} tensor"
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() != 1:
+        problem = _returned(value)
     elif not value.requires_grad:
         problem = "returned a tensor that does not require grad (no parameter reaches it)"
     if problem:
