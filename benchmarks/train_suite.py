@@ -20,7 +20,9 @@ from the same seed (loss drift against eager fp32), then all timed interleaved f
 reset before the step), and the step's peak above the resident set before it (freed memory
 returned to the system first with malloc_trim). For the Llama, a memory front:
 activation_memory_budget 1.0 / 0.5 / 0.2 on the tuned contract config (default compile if it
-emitted none). Writes the markdown report to --out and the raw figures beside it (.json).
+emitted none). Writes the markdown report to --out and the raw figures beside it (.json), and
+keeps each search's study and best-config file beside it too (``<out>_<model>-<kind>.db``,
+``.best.json``).
 """
 
 from __future__ import annotations
@@ -116,7 +118,11 @@ def drift(losses: list[float], reference: list[float]) -> float:
 
 
 def run_search(name: str, kind: str, args: argparse.Namespace, tmp: Path) -> Search:
-    storage, best = f"sqlite:///{tmp}/{name}-{kind}.db", str(tmp / f"{name}-{kind}.json")
+    # The study and its file are kept beside --out, for `autotune report` and `verify`.
+    db = args.out.with_name(f"{args.out.stem}_{name}-{kind}.db")
+    db.parent.mkdir(parents=True, exist_ok=True)
+    db.unlink(missing_ok=True)
+    storage, best = f"sqlite:///{db}", str(db.with_suffix(".best.json"))
     # A file with its own train_step is compiled whole (the search says so in a note).
     extra = ["--accuracy", args.accuracy] if kind == "contract" else []
     command = [
@@ -159,8 +165,17 @@ def best_preset(search: Search) -> tuple[str, str, dict[str, Any]] | None:
 def step_memory(step: Callable[[], Any], device: str) -> tuple[float, float]:
     """Peak RSS during one step (MiB, as trials measure it) and its rise above the resident
     set before the step, freed heap memory returned to the system first (glibc's malloc_trim:
-    the resident set then holds what is live)."""
+    the resident set then holds what is live). On CUDA: the peak allocated during the step and
+    its rise above what was allocated before it."""
     gc.collect()
+    if device.startswith("cuda"):  # CUDA: the allocator's own figures
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        memory.reset_peak_memory(device)
+        step()
+        torch.cuda.synchronize(device)
+        peak = torch.cuda.max_memory_allocated(device)
+        return peak / 2**20, (peak - before) / 2**20
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     with open("/proc/self/statm") as statm:
@@ -372,7 +387,7 @@ def report(machine: dict[str, Any], models: dict[str, dict[str, Any]]) -> str:
     lines = [
         f"# Training suite on {machine['device']}: tuned configs side by side",
         "",
-        f"{machine['date']}. CPU: {machine['cpu']}; bf16 flags: "
+        f"{machine['date']}. Device: {machine['cpu']}; bf16 flags: "
         f"{', '.join(machine['bf16_flags']) or 'none (bf16 emulated: contract search skipped)'}"
         f". torch {machine['torch']}, {machine['cores']} cores, {machine['threads']} torch "
         f"threads. Load average (1, 5, 15 min) at start: "
@@ -384,6 +399,9 @@ def report(machine: dict[str, Any], models: dict[str, dict[str, Any]]) -> str:
         f"**{_f(means[EXACT], '.2f', 'x')}**. Contract: `{machine['accuracy'] or 'none'}`.",
         "",
     ]
+    if machine["device"].startswith("cuda"):
+        lines += ["On CUDA the memory columns are the CUDA allocator's: the peak allocated during "
+                  "a step, and its rise over what was allocated before it.", ""]  # fmt: skip
     for name, model in models.items():
         lines += [f"## {name}", ""]
         for search in model["searches"]:
@@ -430,36 +448,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--search-args", default="", help="more options for every autotune search, quoted"
     )
+    parser.add_argument(
+        "--searches", default="fp32-exact,contract", help="which searches run, of fp32-exact "
+        "and contract (the contract one only where bf16 is native)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--front", action=argparse.BooleanOptionalAction, default=True,
+        help="the Llama's activation-memory-budget front",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     unknown = [m for m in args.models.split(",") if m not in MODELS]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
-    if not args.device.startswith("cpu"):
-        parser.error("the train suite measures memory and bf16 flags of a CPU: --device cpu")
-    args.out = args.out or HERE / "results" / f"train_suite_{args.device}.md"
+    if args.device.split(":")[0] not in ("cpu", "cuda"):
+        parser.error(f"--device {args.device}: the train suite runs on cpu or cuda")
+    args.out = args.out or HERE / "results" / f"train_suite_{args.device.split(':')[0]}.md"
     return args
 
 
 def measure_model(name: str, args: argparse.Namespace, bf16: bool, tmp: Path) -> dict[str, Any]:
-    searches = [run_search(name, "fp32-exact", args, tmp)]
-    if bf16:
-        searches.append(run_search(name, "contract", args, tmp))
+    kinds = [k for k in args.searches.split(",") if k != "contract" or bf16] or ["fp32-exact"]
+    searches = [run_search(name, kind, args, tmp) for kind in kinds]
     work = load_work(name, args.device)
     variants: dict[str, tuple[str, Any]] = {
         EAGER: ("eager", None),
         DEFAULT: ("default", autotune.CompileConfig().to_dict()),
     }
     preset = best_preset(searches[-1]) or best_preset(searches[0])
-    if preset is not None:
+    emitted = {next((r.brief for r in s.run.rows if r.emitted), None) for s in searches}
+    if preset is not None and preset[1] not in emitted:  # else it is a tuned row below
         label, brief, config = preset
         variants[f"best {label} (its round)"] = (brief, config)
-    for search, label in zip(searches, (EXACT, TUNED), strict=False):
+    for search in searches:
+        label = TUNED if search.kind == "contract" else EXACT
         brief = next((r.brief for r in search.run.rows if r.emitted), search.run.decision)
         variants[label] = (brief, search.emitted)
     print(f"# {name}: side by side, {args.seconds:.0f} s", flush=True)
     model = {"per_step": work["per_step"], "unit": work["unit"], "searches": searches,
              "side_by_side": side_by_side(work, variants, args.seconds, args.device)}  # fmt: skip
-    if name == "llama":
+    if name == "llama" and args.front:
         tuned = searches[-1].emitted
         model["front_of"] = f"{searches[-1].kind} emitted config" if tuned else DEFAULT
         front = {f"{b}": ("", with_budget(tuned, b)) for b in BUDGETS}
@@ -471,7 +498,10 @@ def measure_model(name: str, args: argparse.Namespace, bf16: bool, tmp: Path) ->
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     load_start = os.getloadavg()
-    flags = bf16_flags(Path("/proc/cpuinfo").read_text())
+    if args.device.startswith("cuda"):
+        flags = ["cuda bf16"] if torch.cuda.is_bf16_supported() else []
+    else:
+        flags = bf16_flags(Path("/proc/cpuinfo").read_text())
     if not flags:
         print("# this CPU has neither avx512_bf16 nor amx_bf16: bf16 is emulated, so only the "
               "fp32-exact search runs", flush=True)  # fmt: skip

@@ -19,21 +19,35 @@ except ImportError as exc:
         f"benchmarks/models/llama_train.py needs transformers ({exc}): pip install transformers"
     ) from exc
 
-BATCH, SEQUENCE, VOCAB = 4, 128, 4000
+# CPU: the probe's sizes. CUDA: sized to keep one H100/H200 busy (width 1024, 16 heads, 4
+# key/value heads, SwiGLU 2816, vocabulary 32000, batch 8 x 512 tokens).
+CPU = dict(batch=4, sequence=128, vocab=4000, hidden_size=256, intermediate_size=688,
+           num_attention_heads=4, num_key_value_heads=2)  # fmt: skip
+CUDA = dict(batch=8, sequence=512, vocab=32000, hidden_size=1024, intermediate_size=2816,
+            num_attention_heads=16, num_key_value_heads=4)  # fmt: skip
+
+
+def sizes(device):
+    return CUDA if str(device).startswith("cuda") else CPU
 
 
 def get_model(device):
+    s = sizes(device)
     config = LlamaConfig(
-        vocab_size=VOCAB, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        vocab_size=s["vocab"], hidden_size=s["hidden_size"],
+        intermediate_size=s["intermediate_size"], num_hidden_layers=4,
+        num_attention_heads=s["num_attention_heads"],
+        num_key_value_heads=s["num_key_value_heads"], max_position_embeddings=512,
         use_cache=False, attn_implementation="sdpa",
     )  # fmt: skip
     return LlamaForCausalLM(config).to(device)
 
 
 def get_inputs(device):
-    # input_ids and labels: [batch 4, seq 128], the same tokens (the model shifts the labels)
-    ids = torch.randint(0, VOCAB, (BATCH, SEQUENCE), device=device)
+    # input_ids and labels: [batch, seq] (CPU 4 x 128), the same tokens (the model shifts the
+    # labels)
+    s = sizes(device)
+    ids = torch.randint(0, s["vocab"], (s["batch"], s["sequence"]), device=device)
     return {"input_ids": ids, "labels": ids}
 
 

@@ -35,8 +35,12 @@ def test_arguments_default_to_the_contract_and_refuse_unknown_models(capsys):
     with pytest.raises(SystemExit):
         ts.parse_args(["--models", "mlp,gpt5"])
     assert "unknown model(s) gpt5" in capsys.readouterr().err
+    assert args.searches == "fp32-exact,contract" and args.front
+    cuda = ts.parse_args(["--device", "cuda:0", "--searches", "contract", "--no-front"])
+    assert cuda.out.name == "train_suite_cuda.md" and not cuda.front
     with pytest.raises(SystemExit):
-        ts.parse_args(["--device", "cuda"])
+        ts.parse_args(["--device", "mps"])
+    assert "--device mps: the train suite runs on cpu or cuda" in capsys.readouterr().err
 
 
 def test_drift_is_the_largest_relative_loss_difference():
