@@ -9,7 +9,7 @@ from typing import Any
 
 from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord, redact_url
-from autotune.runtime.config import SCHEMA_VERSION, BestConfig, CompileConfig
+from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.scoring import Objective, break_even_calls
 from autotune.storage import StudySettings, candidates, eager_baseline, eager_baselines
 
@@ -250,7 +250,6 @@ def _file(
 
     result: dict[str, Any] = record.result if record is not None else {}
     return BestConfig(
-        schema_version=SCHEMA_VERSION,
         autotune_version=__version__,
         decision=decision,
         reason=reason,

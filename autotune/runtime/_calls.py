@@ -144,6 +144,17 @@ def set_around_calls(
     compiled in place's ``_compiled_call_impl``); nothing when all are empty."""
     if not any((settings.dynamo, settings.inductor, settings.functorch, settings.precision)):
         return
+    inner: Callable[..., Any] = getattr(compiled, attribute)
+    compiled.__dict__[attribute] = around_calls(inner, settings, _device_type(compiled))
+
+
+def around_calls(
+    inner: Callable[..., Any], settings: CallSettings, device_type: str
+) -> Callable[..., Any]:
+    """``inner`` with ``settings`` set around each of its calls (see
+    :func:`set_around_calls`); ``inner`` itself when there are none."""
+    if not any((settings.dynamo, settings.inductor, settings.functorch, settings.precision)):
+        return inner
     # Torch reads its config while it traces and compiles, i.e. during the call, in the
     # calling thread: wrapping the instance `forward` (which OptimizedModule sets to the
     # Dynamo-wrapped callable) covers every compile and recompile of this region, and nothing
@@ -152,7 +163,6 @@ def set_around_calls(
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
-    inner: Callable[..., Any] = getattr(compiled, attribute)
     held: list[_Values | _Precision] = [
         _values(module, values)
         for module, values in (
@@ -163,7 +173,7 @@ def set_around_calls(
         if values
     ]
     if settings.precision:
-        held.append(_Precision(settings.precision, _device_type(compiled)))
+        held.append(_Precision(settings.precision, device_type))
     backwards = held[::-1]
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -175,15 +185,40 @@ def set_around_calls(
                 values.leave(state)
 
     if config_is_per_thread() and "matmul" not in settings.precision:
-        forward = functools.wraps(inner)(call)
-    else:
+        return functools.wraps(inner)(call)
 
-        @functools.wraps(inner)
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            with _one_call_at_a_time():
-                return call(*args, **kwargs)
+    @functools.wraps(inner)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with _one_call_at_a_time():
+            return call(*args, **kwargs)
 
-    compiled.__dict__[attribute] = forward
+    return forward
+
+
+def uses_cuda_graphs(config: CompileConfig) -> bool:
+    """Whether ``config`` runs its graphs as CUDA graphs (``reduce-overhead``)."""
+    return config.backend == "inductor" and bool(config.options.get("triton.cudagraphs"))
+
+
+def own_outputs(inner: Callable[..., Any]) -> Callable[..., Any]:
+    """``inner``, a region compiled with CUDA graphs, returning outputs of the caller's own.
+
+    A CUDA graph's outputs live in the graph's memory pool, which its next replay overwrites:
+    a caller holding an output across calls (``generate()`` keeps the prefill's logits while
+    it decodes) reads garbage or fails ("accessing tensor output of CUDAGraphs that has been
+    overwritten by a subsequent run", measured on an H200 with transformers 5.24). Each output
+    tensor is cloned as it leaves the call, and outside autograd each call starts a new step
+    (``torch.compiler.cudagraph_mark_step_begin``), as torch asks of inference loops."""
+    from torch.utils import _pytree
+
+    @functools.wraps(inner)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not torch.is_grad_enabled():
+            torch.compiler.cudagraph_mark_step_begin()
+        out = inner(*args, **kwargs)
+        return _pytree.tree_map_only(torch.Tensor, torch.clone, out)
+
+    return call
 
 
 class _Values:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.runtime._schema import compile_problems, scope_problems
+from autotune.runtime._schema import compile_problems, scope_problems, when_problems
 
 # What each torch.compile mode expands to (torch._inductor.list_mode_options); only used to keep
 # `brief()` short, never to compile.
@@ -75,6 +75,75 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class When:
+    """Which calls a :class:`Part` takes: those whose input ``input`` (a keyword argument's
+    name, or a positional argument's index as digits) is a tensor with ``min <= size(dim) <=
+    max`` (either bound may be None; sizes inclusive).
+
+    Example: ``When("input_ids", 1, max=1)``: calls with one new token per sequence, the
+    decode steps of ``generate()``."""
+
+    input: str
+    dim: int
+    min: int | None = None
+    max: int | None = None
+
+    def __post_init__(self) -> None:
+        _raise_if(when_problems(self.to_dict(), "When"), "invalid When")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input": self.input, "dim": self.dim, "min": self.min, "max": self.max}
+
+    def matches(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
+        """Whether a call with ``args`` and ``kwargs`` is one of this rule's."""
+        if self.input.isdigit():
+            index = int(self.input)
+            value = args[index] if index < len(args) else None
+        else:
+            value = kwargs.get(self.input)
+        shape = getattr(value, "shape", None)
+        if shape is None or len(shape) <= self.dim:
+            return False
+        size = int(shape[self.dim])
+        return (self.min is None or size >= self.min) and (self.max is None or size <= self.max)
+
+    def describe(self) -> str:
+        """E.g. ``input_ids.shape[1] == 1`` or ``1 <= input_ids.shape[1] <= 8``."""
+        size = f"{self.input}.shape[{self.dim}]"
+        if self.min == self.max:
+            return f"{size} == {self.min}"
+        if self.min is None:
+            return f"{size} <= {self.max}"
+        if self.max is None:
+            return f"{size} >= {self.min}"
+        return f"{self.min} <= {size} <= {self.max}"
+
+
+@dataclass(frozen=True)
+class Part:
+    """Calls of the model that compile with a config of their own: a generation's decode
+    steps against its prefill, say. The first part whose rule matches a call takes it; a call
+    no part takes runs the config the parts belong to.
+
+    Attributes:
+        name: The part's name (``decode``), shown in reports.
+        when: The rule choosing its calls.
+        config: Its config (whole model, no parts of its own); None runs its calls eager.
+    """
+
+    name: str
+    when: When
+    config: CompileConfig | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        config = None if self.config is None else self.config.to_dict()
+        return {"name": self.name, "when": self.when.to_dict(), "config": config}
+
+    def brief(self) -> str:
+        return f"{self.name}[{self.config.brief() if self.config else 'eager'}]"
+
+
+@dataclass(frozen=True)
 class CompileConfig:
     """One torch.compile configuration, exactly as a trial ran it.
 
@@ -97,6 +166,10 @@ class CompileConfig:
         train: How a training step runs beside the compiled model: ``optimizer``
             (``"compiled"``: ``optimizer.step`` runs through ``torch.compile``, see
             :func:`autotune.apply_optimizer`). Empty: as the user's loop runs it.
+        parts: Calls that compile with configs of their own (:class:`Part`), each chosen per
+            call by its rule: ``generate()``'s decode steps apart from its prefill. The rest
+            of this config applies to the calls no part takes. With parts, every config
+            compiles the whole model, in place. Empty: one config for every call.
     """
 
     backend: str = "inductor"
@@ -109,12 +182,15 @@ class CompileConfig:
     precision: dict[str, Any] = field(default_factory=dict)
     functorch: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
+    parts: tuple[Part, ...] = ()
 
     def __post_init__(self) -> None:
         raw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         if isinstance(self.scope, Scope):
             raw["scope"] = self.scope.to_dict()
+        raw["parts"] = [p.to_dict() if isinstance(p, Part) else p for p in self.parts]
         _raise_if(compile_problems(raw, "CompileConfig"), "invalid CompileConfig")
+        object.__setattr__(self, "parts", tuple(_build_part(p) for p in self.parts))
         object.__setattr__(self, "options", _json_copy(self.options))
         object.__setattr__(self, "dynamo", _json_copy(self.dynamo))
         object.__setattr__(self, "precision", _json_copy(self.precision))
@@ -128,9 +204,9 @@ class CompileConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, keys in a stable order (options and dynamo sorted); ``precision``,
-        ``functorch`` and ``train`` only when set, so that a config that sets none of them
-        keeps the hash it had before they existed."""
-        d = {
+        ``functorch``, ``train`` and ``parts`` only when set, so that a config that sets none
+        of them keeps the hash it had before they existed."""
+        d: dict[str, Any] = {
             "backend": self.backend,
             "mode": self.mode,
             "dynamic": self.dynamic,
@@ -145,6 +221,8 @@ class CompileConfig:
             d["functorch"] = {k: _json_copy(self.functorch[k]) for k in sorted(self.functorch)}
         if self.train:
             d["train"] = {k: self.train[k] for k in sorted(self.train)}
+        if self.parts:
+            d["parts"] = [p.to_dict() for p in self.parts]
         return d
 
     @property
@@ -190,6 +268,7 @@ class CompileConfig:
             parts.append(f"matmul={self.precision['matmul']}")
         if "optimizer" in self.train:
             parts.append(f"optimizer={self.train['optimizer']}")
+        parts += [part.brief() for part in self.parts]
         return " ".join(parts)
 
     def compile_kwargs(self) -> dict[str, Any]:
@@ -213,10 +292,21 @@ def _raise_if(problems: list[str], title: str) -> None:
 
 
 def _build_compile(d: Mapping[str, Any]) -> CompileConfig:
-    kwargs = {k: _json_copy(v) for k, v in d.items() if k != "scope"}
+    kwargs = {k: _json_copy(v) for k, v in d.items() if k not in ("scope", "parts")}
     if "scope" in d:
         kwargs["scope"] = _build_scope(d["scope"])
+    kwargs["parts"] = tuple(_build_part(p) for p in d.get("parts", ()))
     return CompileConfig(**kwargs)
+
+
+def _build_part(d: Mapping[str, Any] | Part) -> Part:
+    if isinstance(d, Part):
+        return d
+    config = d.get("config")
+    built = None if config is None else config
+    if isinstance(config, Mapping):
+        built = _build_compile(config)
+    return Part(str(d["name"]), When(**d["when"]), built)
 
 
 def _build_scope(d: Mapping[str, Any] | Scope) -> Scope:

@@ -15,8 +15,12 @@ from typing import Any
 
 COMPILE_KEYS = (
     "backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "functorch", "scope",
-    "precision", "train",
+    "precision", "train", "parts",
 )  # fmt: skip
+# A part: calls of the model that compile with a config of their own, chosen by a rule on the
+# size of one dimension of one input (`when`); `config` null runs them eager.
+PART_KEYS = ("name", "when", "config")
+WHEN_KEYS = ("input", "dim", "min", "max")
 # How a config changes precision (absent: as eager, float32 at "highest"): the dtype of an
 # autocast region around each call, and torch's float32 matmul precision during each call.
 PRECISION_VALUES = {
@@ -157,7 +161,87 @@ def compile_problems(d: Any, where: str) -> list[str]:
         problems += precision_problems(d["precision"], f"{where}.precision")
     if "train" in d:
         problems += _choice_problems(d["train"], TRAIN_VALUES, f"{where}.train", "as eager")
+    if "parts" in d:
+        problems += parts_problems(d["parts"], d.get("scope"), f"{where}.parts")
     return problems
+
+
+def parts_problems(parts: Any, scope: Any, where: str) -> list[str]:
+    """Problems of a config's ``parts`` (see :data:`PART_KEYS`): each part a name of its own, a
+    rule and a config of its own (or null: eager) without parts; every config whole-model,
+    since a part is chosen per call of the whole model."""
+    if not isinstance(parts, (list, tuple)):
+        return [expect(where, parts, 'a list like [{"name": "decode", "when": {...}, '
+                       '"config": {...}}]')]  # fmt: skip
+    problems = []
+    if parts and scope is not None and _whole(scope) is False:
+        problems.append(
+            f"{where}: a config with parts compiles the whole model, one config per part, but "
+            f"its scope is {_show(scope)}; use the whole-model scope"
+        )
+    names: set[str] = set()
+    for i, part in enumerate(parts):
+        at = f"{where}[{i}]"
+        if not isinstance(part, Mapping):
+            problems.append(expect(at, part, "an object with keys " + ", ".join(PART_KEYS)))
+            continue
+        problems += _key_problems(part, PART_KEYS, at, required=PART_KEYS)
+        name = part.get("name")
+        if not (isinstance(name, str) and name.isidentifier()):
+            problems.append(expect(f"{at}.name", name, 'a name like "decode"'))
+        elif name in names:
+            problems.append(f"{at}.name: {name!r} names two parts; give each its own name")
+        else:
+            names.add(name)
+        problems += when_problems(part.get("when"), f"{at}.when")
+        config = part.get("config")
+        if config is None:
+            continue
+        if isinstance(config, Mapping) and "parts" in config:
+            problems.append(f"{at}.config: a part's config has no parts of its own")
+            continue
+        problems += compile_problems(config, f"{at}.config")
+        if isinstance(config, Mapping) and _whole(config.get("scope")) is False:
+            problems.append(
+                f"{at}.config.scope: a part compiles the whole model, got "
+                f"{_show(config.get('scope'))}; use the whole-model scope"
+            )
+    return problems
+
+
+def _whole(scope: Any) -> bool | None:
+    """Whether a scope's JSON form is the whole model with nothing eager (None: no scope)."""
+    if scope is None:
+        return None
+    if not isinstance(scope, Mapping):
+        return False
+    return list(scope.get("compile", [""])) == [""] and not list(scope.get("disable", []))
+
+
+def when_problems(when: Any, where: str) -> list[str]:
+    """Problems of a part's rule: ``input`` (a keyword argument's name, or a positional
+    argument's index as digits), ``dim`` (>= 0) and ``min`` / ``max`` (sizes, inclusive; at
+    least one)."""
+    if not isinstance(when, Mapping):
+        return [expect(where, when, 'an object like {"input": "input_ids", "dim": 1, "max": 1}')]
+    problems = _key_problems(when, WHEN_KEYS, where, required=("input", "dim"))
+    if "input" in when and not (isinstance(when["input"], str) and when["input"]):
+        problems.append(expect(f"{where}.input", when["input"], "an argument's name or index"))
+    if "dim" in when and not _is_size(when["dim"]):
+        problems.append(expect(f"{where}.dim", when["dim"], "an integer >= 0"))
+    for key in ("min", "max"):
+        if when.get(key) is not None and not _is_size(when[key]):
+            problems.append(expect(f"{where}.{key}", when[key], "an integer >= 0 or null"))
+    low, high = when.get("min"), when.get("max")
+    if low is None and high is None:
+        problems.append(f"{where}: a rule needs a size: min, max or both")
+    elif isinstance(low, int) and isinstance(high, int) and low > high:
+        problems.append(f"{where}: min {low} is above max {high}; no call would match")
+    return problems
+
+
+def _is_size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 def precision_problems(d: Any, where: str) -> list[str]:

@@ -16,7 +16,8 @@ from typing import Any, cast
 import torch
 import torch._dynamo
 
-from autotune.runtime._calls import call_settings, set_around_calls
+from autotune.runtime._calls import call_settings, own_outputs, set_around_calls, uses_cuda_graphs
+from autotune.runtime._parts import backend_options, compile_call, compile_in_parts
 from autotune.runtime.config import (
     BestConfig,
     CompileConfig,
@@ -157,7 +158,7 @@ def apply(
         return model
     # Refused knobs are refused before anything shipped with the config is loaded.
     check_config(compile_config, allow_unsafe_knobs)
-    if best is not None and best.aot and cache is True:
+    if best is not None and best.aot and cache is True and not compile_config.parts:
         packaged = _load_package(best, config, model, strict)
         if packaged is not None:
             if warmup is not None:
@@ -312,8 +313,9 @@ def _compile_scope(
     _raise_for_paths(model, [p for p in scope.compile if p] + list(scope.disable))
     for path in scope.disable:
         _replace(model, path, torch.compiler.disable(_child(model, path)))
-    if scope.compile == ("",):
-        return _compile_one(model, config, in_place=in_place and _own_forward(model))
+    if scope.compile == ("",):  # a config with parts compiles in place wherever it can
+        in_place = (in_place or bool(config.parts)) and _own_forward(model)
+        return _compile_one(model, config, in_place=in_place)
     for path in scope.compile:
         _replace(model, path, _compile_one(_child(model, path), config))
     return model
@@ -377,16 +379,24 @@ def _compile_one(
     """``module`` compiled: wrapped (an ``OptimizedModule``), or with ``in_place`` compiled
     in place (``Module.compile``), so that every method of it calling ``self(...)``, a
     ``generate()`` loop among them, runs the compiled code."""
-    settings = call_settings(config)
-    kwargs = {**config.compile_kwargs(), **settings.arguments}
-    if config.backend == "openvino":
-        kwargs["options"] = openvino_options(config)
-    if in_place:
-        module.compile(**kwargs)
-        set_around_calls(module, settings, "_compiled_call_impl")
+    if in_place:  # what Module.compile does, a part at a time where the config has parts
+        device_type = _model_device(module).split(":")[0]
+        if config.parts:
+            return compile_in_parts(module, config, device_type)
+        module._compiled_call_impl = compile_call(module._call_impl, config, device_type)
         return module
+    if config.parts:
+        raise ConfigError(
+            f"{type(module).__name__}'s forward is torch's own, and a config with parts "
+            "compiles the model in place, a part per call, which Dynamo skips for torch's own "
+            "modules; wrap the module in one of yours, or apply the config without parts."
+        )
+    settings = call_settings(config)
+    kwargs = {**config.compile_kwargs(), **settings.arguments, **backend_options(config)}
     compiled = cast(torch.nn.Module, torch.compile(module, **kwargs))
     set_around_calls(compiled, settings)
+    if _model_device(module).startswith("cuda") and uses_cuda_graphs(config):
+        compiled.__dict__["forward"] = own_outputs(compiled.forward)
     return compiled
 
 
@@ -396,17 +406,6 @@ def _own_forward(model: torch.nn.Module) -> bool:
     files at the top), so such a model is wrapped instead."""
     forward = getattr(type(model), "forward", None)
     return not str(getattr(forward, "__module__", "torch")).startswith("torch.")
-
-
-def openvino_options(config: CompileConfig, cache_dir: str | None = None) -> dict[str, Any]:
-    """What ``torch.compile(backend="openvino", options=...)`` gets for ``config``: its
-    inference precision pinned to f32 unless the config sets one (OpenVINO's CPU plugin
-    computes in bf16 on AMX CPUs by default, which a config that claims no precision change
-    must not do)."""
-    from autotune.runtime import openvino_backend as _openvino
-
-    options = {"INFERENCE_PRECISION_HINT": "f32", **config.options}
-    return _openvino.compile_options(options, cache_dir)
 
 
 def _child(model: torch.nn.Module, path: str) -> torch.nn.Module:

@@ -18,9 +18,11 @@ from autotune.runtime._compile_config import (
     CompileConfig,
     ConfigError,
     EnvironmentMismatchWarning,
+    Part,
     Scope,
     ScopeError,
     UnsafeKnobError,
+    When,
     _build_compile,
     _json_copy,
     _raise_if,
@@ -36,11 +38,13 @@ from autotune.runtime._schema import (
 
 __all__ = [
     "DECISIONS", "FILE_SCHEMA_VERSION", "SCHEMA_VERSION", "BestConfig", "CompileConfig",
-    "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Scope", "ScopeError",
-    "UnsafeKnobError", "entry_key", "entry_label", "load", "sha256_of", "sha256_of_file",
+    "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part", "Scope", "ScopeError",
+    "UnsafeKnobError", "When", "entry_key", "entry_label", "load", "sha256_of", "sha256_of_file",
 ]  # fmt: skip
 
-SCHEMA_VERSION = 1
+# The newest entry version this autotune reads. An entry is written at the oldest version that
+# holds it: 1, readable by every autotune since the first, unless its config has parts (2).
+SCHEMA_VERSION = 2
 # A file with several entries (one per device name and torch version) is version 2; a file
 # with one entry stays version 1, readable by every autotune since the first.
 FILE_SCHEMA_VERSION = 2
@@ -89,7 +93,8 @@ class BestConfig:
         signature: An HMAC over the entry by the key in ``$AUTOTUNE_SIGNING_KEY`` where the
             file was written (see :mod:`autotune.runtime.signing`); None when unsigned.
         created_at: ISO 8601 UTC timestamp.
-        schema_version: Version of this file format.
+        schema_version: Version of this entry's format: 1, or 2 when its config has parts
+            (older autotune versions refuse it, saying to upgrade).
         autotune_version: Version of autotune that wrote the file.
     """
 
@@ -106,7 +111,7 @@ class BestConfig:
     aot: dict[str, Any] | None = None
     signature: dict[str, Any] | None = None
     created_at: str = field(default_factory=_utc_now)
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = 1
     autotune_version: str = field(default_factory=_autotune_version)
 
     def __post_init__(self) -> None:
@@ -125,6 +130,7 @@ class BestConfig:
         """The JSON form, ``schema_version`` first."""
         raw = self._raw()
         raw["config"] = None if self.config is None else self.config.to_dict()
+        raw["schema_version"] = 2 if self.config is not None and self.config.parts else 1
         order = ["schema_version", "autotune_version", "decision", "reason", "config_hash"]
         order += ["config", "metrics", "environment", "model", "workload", "source", "cache"]
         order += ["aot", "created_at", "signature"]

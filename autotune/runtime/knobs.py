@@ -103,6 +103,9 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
     unsafe = _safety.config_problems(config, allow_unsafe_knobs, declared_type)
     if unsafe:
         raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))
+    for part in config.parts:  # each part's config is held to the same rules
+        if part.config is not None:
+            check_config(part.config, allow_unsafe_knobs)
 
 
 def _backend_problems(backend: str) -> list[str]:

@@ -14,7 +14,7 @@ from torch._dynamo.eval_frame import OptimizedModule
 from torch._dynamo.utils import counters
 
 import autotune
-from autotune.runtime import _calls
+from autotune.runtime import _calls, _parts
 from autotune.runtime import apply as apply_module
 from autotune.runtime.config import (
     BestConfig,
@@ -473,14 +473,16 @@ def test_recompile_limit_reaches_the_compile(
 
     monkeypatch.setattr(torch, "compile", spy)
     patched: list[dict[str, object]] = []
-    real_set = _calls.set_around_calls
+    real_around = _calls.around_calls
 
-    def set_spy(compiled: torch.nn.Module, settings: _calls.CallSettings, *where: str) -> None:
+    def around_spy(
+        inner: Callable[..., object], settings: _calls.CallSettings, device_type: str
+    ) -> Callable[..., object]:
         if settings.dynamo:
             patched.append(settings.dynamo)
-        real_set(compiled, settings, *where)
+        return real_around(inner, settings, device_type)
 
-    monkeypatch.setattr(apply_module, "set_around_calls", set_spy)
+    monkeypatch.setattr(_parts, "around_calls", around_spy)
     default_limit = torch._dynamo.config.recompile_limit
     config = CompileConfig(backend="eager", dynamic=False, dynamo={"recompile_limit": 2})
     compiled = autotune.apply(_net(), config)
