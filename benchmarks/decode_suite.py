@@ -4,25 +4,27 @@ compile, the gpt-fast recipe and autotune's tuned config, timed side by side in 
     python benchmarks/decode_suite.py [--device cuda] [--batches 1,8] [--new 64]
         [--trials 6] [--search-args '...'] [--seconds 20] [--out results/decode_DEVICE.md]
 
-First a real ``autotune search`` of benchmarks/models/llama_decode.py (one decode step at
-batch 1, the cache prefilled: until the generate workload lands, this is how decode is
-searched). Then, in this process, per variant a fresh Llama of the same seed and size,
-generating greedily from a 32-token prompt ``--new`` tokens per sequence at each batch size:
+First a real ``autotune search --workload generate`` of benchmarks/models/llama_generate.py
+(``generate()`` of 64 new tokens at batch 1, greedy; the searched config compiles the decode
+steps, the prefill eager). Then, in this process, per variant a fresh Llama of the same seed and
+size, generating greedily from a 32-token prompt ``--new`` tokens per sequence at each batch
+size:
 
-- eager: ``generation_config.disable_compile = True`` (on CUDA, transformers >= 4.5x
-  compiles the decode step by itself when the cache is static);
+- eager: ``generation_config.disable_compile = True`` (on CUDA, transformers 5 compiles the
+  decode step by itself when the cache is static);
 - transformers' own: the same model with its auto-compile left on (``compile_config``'s
   defaults: ``fullgraph``, ``reduce-overhead``, ``dynamic=False``); on other devices it does
   not compile, and the row says so;
-- default torch.compile of ``model.forward`` and the gpt-fast / Hugging Face docs recipe,
-  ``torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)`` (CUDA graphs on
-  CUDA);
-- tuned: the search's best-config file applied with ``autotune.apply`` to the Llama's forward
-  as a module of its own, transformers' auto-compile off so that nothing nests.
+- default torch.compile: Hugging Face's documented static-cache compile in default mode,
+  ``model.forward = torch.compile(model.forward)`` (prefill and decode);
+- reduce-overhead + fullgraph: the gpt-fast recipe, ``torch.compile(model.forward,
+  mode="reduce-overhead", fullgraph=True)`` on the decode steps only, the prefill eager, the
+  logits cloned as they leave it (CUDA graphs overwrite them on the next replay: compiled over
+  the prefill too, generate() failed so on an H200);
+- tuned: the search's best-config file applied with ``autotune.apply(model, file)``, which
+  compiles its parts in place; transformers' auto-compile off so that nothing nests.
 
-Every compiled variant but transformers' own compiles the decode step only (one new token per
-sequence), the prefill eager, as transformers and gpt-fast split them; their logits are cloned
-as they leave the compiled call (CUDA graphs overwrite them on the next replay).
+--config FILE skips the search and applies FILE (an earlier run's ``.best.json``).
 
 Figures per variant and batch: start-up (the first ``generate()``, compiles included, and the
 graphs Dynamo compiled for it), time to first token (median of ``generate(max_new_tokens=1)``:
@@ -55,9 +57,9 @@ from suite import device_name
 import autotune
 
 HERE = Path(__file__).resolve().parent
-MODEL_FILE = HERE / "models" / "llama_decode.py"
+MODEL_FILE = HERE / "models" / "llama_generate.py"
 sys.path.insert(0, str(MODEL_FILE.parent))
-import llama_decode  # noqa: E402  (the model file: its config and sizes)
+import llama_decode  # noqa: E402  (the decoder's config and sizes)
 
 EAGER, HF, DEFAULT, GPTFAST, TUNED = (
     "eager", "transformers' own compile", "default torch.compile", "reduce-overhead + fullgraph",
@@ -104,19 +106,6 @@ def own_graph(config: Any) -> Any:
     return dataclasses.replace(config, options={**config.options, "max_fusion_size": default})
 
 
-class _DecodeStep(torch.nn.Module):
-    """The Llama's own forward as a module of its own, compiled for decode steps only (a
-    whole-model scope of the tuned config compiles it in place), the Llama its child: a
-    regional scope found on llama_decode.DecodeStep names the same modules."""
-
-    def __init__(self, llama: Any) -> None:
-        super().__init__()
-        self.llama = llama
-
-    def forward(self, **kwargs: Any) -> Any:
-        return type(self.llama).forward(self.llama, **kwargs)
-
-
 def decode_only(llama: Any, compiled: Callable[..., Any]) -> None:
     """``llama.forward`` runs ``compiled`` for decode steps (one new token per sequence) and
     the eager forward for the prefill, as transformers' own compile and gpt-fast split them.
@@ -144,14 +133,13 @@ def build(label: str, device: str, tuned: Any) -> Any:
     llama = fresh_llama(device)
     if label == HF:
         llama.generation_config.disable_compile = False
-    elif label == DEFAULT:
-        decode_only(llama, torch.compile(llama.forward))
+    elif label == DEFAULT:  # Hugging Face's documented static-cache compile, default mode
+        llama.forward = torch.compile(llama.forward)
     elif label == GPTFAST:
         compiled = torch.compile(llama.forward, mode="reduce-overhead", fullgraph=True)
         decode_only(llama, compiled)
-    elif label == TUNED and tuned is not None:
-        step = _DecodeStep(llama)
-        decode_only(llama, autotune.apply(step, own_graph(tuned)))
+    elif label == TUNED and tuned is not None:  # the file's plan: its decode part, its prefill
+        autotune.apply(llama, own_graph(tuned))
     return llama
 
 
@@ -254,7 +242,8 @@ def run_search(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     db.unlink(missing_ok=True)
     command = [
         sys.executable, "-m", "autotune.cli", "search", str(MODEL_FILE), "--device", args.device,
-        "--space", args.device.split(":")[0], "--trials", str(args.trials), "--study", "decode",
+        "--space", args.device.split(":")[0], "--trials", str(args.trials), "--workload",
+        "generate", "--study", "decode",
         "--storage", f"sqlite:///{db}", "--out", str(best), "--cache-dir",
         str(tmp / "cache"), "--quiet", *shlex.split(args.search_args),
     ]  # fmt: skip
@@ -287,14 +276,15 @@ def report(machine: dict[str, Any], search: dict[str, Any], batches: dict[int, A
         f"{machine['triton']}, transformers {machine['transformers']}; {machine['extra']}. "
         f"Command: `{machine['command']}`.",
         "",
-        f"Model: benchmarks/models/llama_decode.py sized for {machine['device']} "
+        f"Model: benchmarks/models/llama_generate.py sized for {machine['device']} "
         f"({machine['params_m']:.0f} M parameters, fp32), a {llama_decode.PROMPT}-token prompt, "
         f"{machine['new']} new tokens per sequence, greedy, static cache.",
         "",
         f"Search ({search['wall_s']:.0f} s, exit {search['exit']}): `{search['command']}`. "
-        f"Emitted: `{brief}`; its decode step ran "
+        f"Emitted: `{brief}`; in the search it ran "
         f"{_f(metrics.get('speedup_vs_eager'), '.2f', 'x')} eager and "
-        f"{_f(metrics.get('speedup_vs_default'), '.2f', 'x')} default compile in the search "
+        f"{_f(metrics.get('speedup_vs_default'), '.2f', 'x')} default compile "
+        "(the search's unit: the model file's request, end to end) "
         f"(`{machine['out']}.db` holds the study, `.best.json` the file). The tuned "
         "row applies it with `max_fusion_size` spelled out at torch's default, so that it "
         "compiles its own graphs here rather than share another variant's.",

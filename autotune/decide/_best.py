@@ -9,7 +9,7 @@ from typing import Any
 
 from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord, redact_url
-from autotune.runtime.config import BestConfig, CompileConfig
+from autotune.runtime.config import BestConfig, CompileConfig, for_generate
 from autotune.scoring import Objective, break_even_calls
 from autotune.storage import StudySettings, candidates, eager_baseline, eager_baselines
 
@@ -249,6 +249,8 @@ def _file(
     from autotune._version import VERSION as __version__
 
     result: dict[str, Any] = record.result if record is not None else {}
+    if config is not None and settings.workload == "generate":
+        config = for_generate(config)  # the plan the trial ran: decode compiled, prefill eager
     return BestConfig(
         autotune_version=__version__,
         decision=decision,
@@ -305,6 +307,9 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
         metrics["units_per_s"] = r.units_per_s()
         metrics["eager_units_per_s"] = r.units_per_s(1.0)
     metrics.update(error_metrics(r.result.get("accuracy")))
+    # the generate workload's: time to first token and the decode rate, the config's and eager's
+    generation = r.result.get("generate") or {}
+    metrics.update({k: v for k, v in generation.items() if isinstance(v, (int, float))})
     return metrics
 
 

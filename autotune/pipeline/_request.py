@@ -96,9 +96,16 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
 def _scope(args: SearchOptions, module: Any) -> tuple[str, tuple[str, ...]]:
     """The scope the study searches, and a note when it is not the one asked for: a train
     step of the model file's own calls the model its own way, while the scope's analysis and
-    probes call it with ``get_inputs``' arguments, so such a study compiles the whole model."""
-    if args.scope != "search" or args.workload != "train":
+    probes call it with ``get_inputs``' arguments, so such a study compiles the whole model;
+    so does a generate study (its config is a plan in parts, each compiling the whole model)."""
+    if args.scope != "search" or args.workload == "infer":
         return args.scope, ()
+    if args.workload == "generate":
+        return "whole", (
+            "scope: the whole model is compiled, not searched: generate() calls the model "
+            "once per token, and the config compiles its decode steps whole (--scope whole "
+            "says the same without this note)",
+        )
     if getattr(module, "train_step", None) is None:
         return args.scope, ()
     return "whole", (

@@ -57,6 +57,11 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
             for knob, value in set_knobs(config)
         ]
         facts["unsafe_knobs"] = _safety.config_problems(config)
+        facts["parts"] = [
+            {"name": p.name, "when": p.when.describe(),
+             "config": p.config.brief() if p.config is not None else None}
+            for p in config.parts
+        ]  # fmt: skip
     facts["signature"] = _signature(best)
     facts["cache"] = _artifact(best, best.cache, path, here is not None)
     facts["aot"] = _artifact(best, best.aot, path, here is not None)
@@ -151,6 +156,12 @@ def _how(facts: dict[str, Any]) -> list[str]:
         where = "each of these submodules compiled on its own, the rest eager: "
         where += ", ".join(scope["compile"])
     lines = [f"Scope: {where}."]
+    for part in facts.get("parts") or []:
+        runs = f"compiled as {part['config']}" if part["config"] else "eager"
+        lines.append(
+            f"Part {part['name']!r}: calls where {part['when']} run {runs}; the other calls "
+            "run the config below."
+        )
     if scope["disable"]:
         lines.append(
             "  kept eager inside it (torch.compiler.disable): " + ", ".join(scope["disable"])
@@ -243,10 +254,20 @@ def _claims(facts: dict[str, Any]) -> list[str]:
     if m.get("units_per_s") and unit:
         eager = m.get("eager_units_per_s") or 0
         lines.append(f"  {m['units_per_s']:,.0f} {unit}/s against {eager:,.0f} {unit}/s eager")
+    if m.get("decode_tokens_per_s"):
+        eager = m.get("eager_decode_tokens_per_s") or 0
+        lines.append(
+            f"  decode {m['decode_tokens_per_s']:,.0f} tokens/s against {eager:,.0f} eager; "
+            f"time to first token {_ms(m.get('ttft_s'))} against {_ms(m.get('eager_ttft_s'))}"
+        )
     error = error_line(m)
     if error:
         lines.append(f"  error against eager fp32: {error}")
     return lines
+
+
+def _ms(seconds: Any) -> str:
+    return f"{seconds * 1e3:.1f} ms" if isinstance(seconds, (int, float)) else "-"
 
 
 def error_line(metrics: dict[str, Any]) -> str:

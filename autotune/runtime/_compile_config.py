@@ -334,3 +334,18 @@ def _brief_value(value: Any) -> str:
 def _brief_paths(paths: tuple[str, ...]) -> str:
     shown = ",".join(p or "<root>" for p in paths[:3])
     return shown + (f",+{len(paths) - 3}" if len(paths) > 3 else "")
+
+
+# How the generate workload runs a searched config: its prefill (more than one new position
+# per sequence) eager, as transformers' own compile leaves it; the config takes the rest, the
+# decode steps.
+PREFILL_EAGER = Part("prefill", When("input_ids", 1, min=2), None)
+
+
+def for_generate(config: CompileConfig) -> CompileConfig:
+    """``config`` as the generate workload runs and ships it: a config without parts gets the
+    prefill part :data:`PREFILL_EAGER`, so that it compiles the decode steps; one with parts
+    is already a plan."""
+    if config.parts:
+        return config
+    return dataclasses.replace(config, parts=(PREFILL_EAGER,))

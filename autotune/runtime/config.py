@@ -26,6 +26,7 @@ from autotune.runtime._compile_config import (
     _build_compile,
     _json_copy,
     _raise_if,
+    for_generate,
 )
 from autotune.runtime._schema import (
     FILE_KEYS,
@@ -39,7 +40,8 @@ from autotune.runtime._schema import (
 __all__ = [
     "DECISIONS", "FILE_SCHEMA_VERSION", "SCHEMA_VERSION", "BestConfig", "CompileConfig",
     "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part", "Scope", "ScopeError",
-    "UnsafeKnobError", "When", "entry_key", "entry_label", "load", "sha256_of", "sha256_of_file",
+    "UnsafeKnobError", "When", "entry_key", "entry_label", "for_generate", "load", "sha256_of",
+    "sha256_of_file",
 ]  # fmt: skip
 
 # The newest entry version this autotune reads. An entry is written at the oldest version that

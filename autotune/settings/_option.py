@@ -11,7 +11,7 @@ STORAGE_ENV = "AUTOTUNE_STORAGE"
 DEFAULT_STORAGE = "sqlite:///autotune.db"
 # The values of the options that take one of a few (what --help lists and every caller checks).
 TRIAL_HOSTS = ("preloaded", "fresh")
-WORKLOADS = ("infer", "train")
+WORKLOADS = ("infer", "train", "generate")
 SAMPLERS = ("tpe", "random")
 SCOPES = ("search", "whole")
 PRESET_FINALISTS = ("best", "all")

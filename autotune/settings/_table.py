@@ -295,7 +295,8 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         choices=WORKLOADS,
         help=(
             "infer: eval() under no_grad; train: one training step (forward, loss, backward, "
-            "optimizer step), see docs/model-file.md"
+            "optimizer step); generate: generate() on each request, greedy, the searched "
+            "config compiling the decode steps; see docs/model-file.md"
         ),
     ),
     Option(

@@ -264,6 +264,8 @@ def _make(
     contract: bool = False,
     builtin: bool = False,
 ) -> SearchSpace:
+    # A space's conditions see the computation: generation is inference.
+    workload = "train" if workload == "train" else "infer"
     built = _build.build(raw, device, workload, allow_numerics, vouched, contract, builtin)
     problems = problems + built.problems
     if problems:

@@ -1,7 +1,8 @@
 """Inside the trial process: eager reference, compile, correctness gate, interleaved timing.
 
 The infer workload calls the model in ``eval()`` mode under ``torch.no_grad()``; the train
-workload times training steps (see autotune.trials._train).
+workload times training steps (see autotune.trials._train), the generate workload
+``generate()`` on each request (see autotune.trials._generate).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
 from autotune.settings import WORKLOADS
-from autotune.trials import _train
+from autotune.trials import _generate, _train
+from autotune.trials._checks import (
+    dynamo_facts,
+    raise_on_no_graph,
+    raise_on_recompile_storm,
+    reset_counters,
+)
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
 from autotune.trials._judged import Judged
@@ -64,6 +71,9 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
         if spec.workload == "train":
             with torch.enable_grad():
                 return _train_trial(spec, config, deadline, facts)
+        if spec.workload == "generate":
+            with torch.no_grad():
+                return _generate_trial(spec, config, deadline, facts)
         with torch.no_grad():
             started = time.perf_counter()
             work = _setup(spec)
@@ -110,7 +120,7 @@ def _compile_and_time(
     deadline: float,
     facts: dict[str, Any],
 ) -> TrialResult:
-    _reset_counters()
+    reset_counters()
     measure.reset_peak_memory(spec.device)
     write_phase(spec.progress_path, "compiling")
     started = time.perf_counter()
@@ -119,10 +129,10 @@ def _compile_and_time(
     facts["phases"]["compile_s"] = time.perf_counter() - started
     if target.backend is not None:
         facts["backend_conversion"] = target.backend
-    _raise_on_no_graph(config)
+    raise_on_no_graph(config)
     report = _judge(spec, work, target.outputs)
     _raise_unless_correct(report, config, "two eager calls")
-    _raise_on_recompile_storm()
+    raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
     if same is not None:
         return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
@@ -133,7 +143,7 @@ def _compile_and_time(
         deadline - 1.0,
         facts,
     )
-    _raise_on_recompile_storm()
+    raise_on_recompile_storm()
     if len(work.calls) > 1 and not timing.stopped_early:
         facts["per_shape"] = _per_shape(
             spec, work.calls, partial(_one, work.model), partial(_one, target.fn), deadline - 1.0
@@ -185,7 +195,7 @@ def _equivalent_result(
     its steady state is that trial's (filled in by whoever reads the result)."""
     facts["phases"]["timing_s"] = 0.0
     facts["peak_memory_bytes"] = None
-    facts.update(_dynamo_facts())
+    facts.update(dynamo_facts())
     return TrialResult(
         status="ok",
         compile_time_s=compile_s,
@@ -221,47 +231,6 @@ def _per_shape(
     return shapes
 
 
-def _raise_on_no_graph(config: CompileConfig | None) -> None:
-    """A config whose compiled scope ran no graph would time eager against eager: a failure
-    here, before any timing (e.g. a scope whose compiled region Dynamo ran eagerly, whole)."""
-    from torch._dynamo import utils
-
-    if config is None or utils.counters["stats"]["unique_graphs"]:
-        return
-    scope = config.scope
-    where = "compiled: " + ", ".join(p or "<root>" for p in scope.compile[:4])
-    where += f"; kept eager: {', '.join(scope.disable[:4])}" if scope.disable else ""
-    breaks = list(utils.counters["graph_break"])
-    why = f"; first graph break: {breaks[0].splitlines()[0][:200]}" if breaks else ""
-    raise TrialFailure(
-        "no_graph",
-        f"torch.compile compiled no graph in this config's scope ({where}), so the model ran "
-        f"eagerly: the trial would measure eager under another name{why}",
-    )
-
-
-def _raise_on_recompile_storm() -> None:
-    """Past Dynamo's recompile limit, new shapes run eager without a word: a failure here."""
-    from torch._dynamo import utils
-
-    metrics = list(getattr(utils, "get_compilation_metrics", lambda: [])())
-    reasons = [str(getattr(m, "fail_reason", "") or "") for m in metrics]
-    reasons += [str(key) for key in utils.counters["unimplemented"]]
-    hit = next((r for r in reasons if _is_limit(r)), None)
-    if hit is not None:
-        raise TrialFailure(
-            "recompile_storm",
-            f"hit Dynamo's recompile limit after {len(metrics)} compiles ("
-            f"{hit.strip().splitlines()[0][:200]}); later shapes would run eager. Search "
-            "dynamic=true, or raise dynamo.recompile_limit in the space",
-        )
-
-
-def _is_limit(reason: str) -> bool:
-    text = reason.lower().replace("_", " ")
-    return "recompile limit" in text or "cache size limit" in text
-
-
 def _train_trial(
     spec: TrialSpec, config: CompileConfig | None, deadline: float, facts: dict[str, Any]
 ) -> TrialResult:
@@ -269,7 +238,7 @@ def _train_trial(
     started = time.perf_counter()
     work = _train.setup(spec)
     _record_setup(facts, started, work.calls, work.model, work.units)
-    _reset_counters()
+    reset_counters()
     measure.reset_peak_memory(spec.device)
     write_phase(spec.progress_path, "compiling")
     started = time.perf_counter()
@@ -291,7 +260,7 @@ def _train_trial(
     timing = _time(
         spec, lambda: eager.sweep(calls), lambda: target.sweep(calls), deadline - reserve, facts
     )
-    _raise_on_recompile_storm()
+    raise_on_recompile_storm()
     if len(calls) > 1 and not timing.stopped_early:
         one_eager, one_compiled = (lambda c: eager.sweep([c])), (lambda c: target.sweep([c]))
         facts["per_shape"] = _per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
@@ -302,6 +271,35 @@ def _train_trial(
     result = _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
     result.accuracy["fallback_random_copy"] = gate is not None
     return result
+
+
+def _generate_trial(
+    spec: TrialSpec, config: CompileConfig | None, deadline: float, facts: dict[str, Any]
+) -> TrialResult:
+    """``generate()`` on each request is the timed unit; see autotune.trials._generate."""
+    started = time.perf_counter()
+    work = _generate.setup(spec)
+    _record_setup(facts, started, work.calls, work.model, work.units)
+    reset_counters()
+    measure.reset_peak_memory(spec.device)
+    write_phase(spec.progress_path, "compiling")
+    started = time.perf_counter()
+    with output_code() as codes:
+        outputs, compile_s = _generate.compile_first(spec, work, config)
+    facts["phases"]["compile_s"] = time.perf_counter() - started
+    raise_on_no_graph(config)
+    report = _generate.judge(work.reference, outputs)
+    _raise_unless_correct(report, config, "two eager generate() runs")
+    raise_on_recompile_storm()
+    same = _equivalent(spec, config, codes, facts)
+    if same is not None:
+        return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
+    eager_fn, compiled_fn = _generate.sweeps(work, compiled=config is not None)
+    timing = _time(spec, eager_fn, compiled_fn, deadline - 1.0, facts)
+    raise_on_recompile_storm()
+    compiled = config is not None
+    facts["generate"] = _generate.first_token(spec, work, timing, compiled, deadline - 1.0)
+    return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
 
 def _raise_unless_correct(
@@ -449,7 +447,7 @@ def _time(
         raise classify(exc, None) from exc
     facts["phases"]["timing_s"] = time.perf_counter() - started
     facts["peak_memory_bytes"] = measure.peak_memory_bytes(spec.device)
-    facts.update(_dynamo_facts())
+    facts.update(dynamo_facts())
     return timing
 
 
@@ -459,31 +457,3 @@ def _sweep(fn: Callable[..., Any], calls: list[Call]) -> list[Any]:
 
 def _one(fn: Callable[..., Any], call: Call) -> Any:
     return fn(*call.args, **call.kwargs)
-
-
-def _reset_counters() -> None:
-    """A trial forked from the preloaded host starts with the host's Dynamo state: clear it."""
-    import torch._dynamo
-    from torch._dynamo.utils import counters
-
-    torch._dynamo.reset()
-    counters.clear()
-
-
-def _dynamo_facts() -> dict[str, Any]:
-    from torch._dynamo import utils
-
-    breaks = utils.counters["graph_break"]
-    metrics = list(getattr(utils, "get_compilation_metrics", lambda: [])())
-    recompiles = sum(1 for m in metrics if getattr(m, "recompile_reason", None))
-    inductor = utils.counters["inductor"]
-    return {
-        "graphs": int(utils.counters["stats"]["unique_graphs"]),
-        "graph_breaks": int(sum(breaks.values())),
-        "graph_break_reasons": [reason[:300] for reason in list(breaks)[:5]],
-        "recompiles": recompiles,
-        "cache": {
-            "fxgraph_hit": int(inductor["fxgraph_cache_hit"]),
-            "fxgraph_miss": int(inductor["fxgraph_cache_miss"]),
-        },
-    }

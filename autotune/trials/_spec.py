@@ -151,6 +151,9 @@ class TrialResult(TrialFigures):
     pruned: bool = False  # timing stopped early: clearly slower than the best so far
     # What a backend that falls back silently converted (OpenVINO: graphs, ops in it and not)
     backend_conversion: str | None = None
+    # The generate workload's time to first token and decode rate, the config's and eager's:
+    # ttft_s, eager_ttft_s, decode_tokens_per_s, eager_decode_tokens_per_s
+    generate: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -15,6 +15,8 @@ A model file is a Python file that defines:
 - ``train_step(model, optimizer, inputs) -> loss`` (optional, training only): the user's own
   step (clipping, accumulation, a scheduler), timed as written; default: ``loss_fn`` of the
   output, ``backward()``, ``optimizer.step()``, ``optimizer.zero_grad()``;
+- ``generate(model, inputs) -> token ids`` (optional, the generate workload only): the
+  file's own generation loop; default: the model's ``generate(**inputs, do_sample=False)``;
 - ``units(inputs)`` (optional): what one call processes, a count of samples or ``(count,
   "tokens")``: the reports then give throughput in that unit per second;
 - ``accuracy(output, reference) -> float`` (optional): a task metric an accuracy contract may
@@ -59,6 +61,7 @@ from autotune.workload._model_file import (
     build_optimizer,
     count_units,
     describe_calls,
+    generate_function,
     load_model_file,
     loss_function,
     require_batch_size,
@@ -84,6 +87,7 @@ __all__ = [
     "count_units",
     "default_loss",
     "describe_calls",
+    "generate_function",
     "load_model_file",
     "loss_function",
     "one_line",

@@ -13,9 +13,10 @@ if TYPE_CHECKING:
     import torch
 
 REQUIRED = ("get_model", "get_inputs")
-# The train workload's (defaults otherwise; train_step: the fixed step), and units: what one
+# The train workload's (defaults otherwise; train_step: the fixed step), the generate
+# workload's own loop (default: the model's generate()), and units: what one
 # call processes (tokens, samples), for throughput in the reports.
-OPTIONAL = ("loss_fn", "get_optimizer", "train_step", "units")
+OPTIONAL = ("loss_fn", "get_optimizer", "train_step", "generate", "units")
 METRIC = "accuracy"  # the task metric an accuracy contract may name
 DEFAULT_LEARNING_RATE = 1e-3
 

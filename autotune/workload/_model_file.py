@@ -224,6 +224,53 @@ def train_step_function(module: ModuleType) -> StepFn:
     return own
 
 
+def generate_function(module: ModuleType) -> Callable[[torch.nn.Module, Call], torch.Tensor]:
+    """The generate workload's unit on one request: the file's own ``generate(model, inputs)``
+    (a loop as gpt-fast writes it), or else the model's ``generate(**inputs)`` (transformers'
+    ``GenerationMixin``) with ``do_sample=False``, greedy, so that eager's tokens are the
+    reference. Either returns the token ids, ``[batch, length]``.
+
+    Raises:
+        WorkloadError: The model has no ``generate`` and the file defines none, or it returned
+            something other than token ids.
+    """
+    import torch
+
+    user = getattr(module, "generate", None)
+    if user is not None and not callable(user):
+        raise WorkloadError(
+            f"generate in {module.__file__} is a {type(user).__name__}, but must be a function "
+            "generate(model, inputs) -> token ids; define it as one, or delete it to use the "
+            "model's own generate()."
+        )
+
+    def ids(out: Any, what: str) -> torch.Tensor:
+        out = getattr(out, "sequences", out)  # a GenerateOutput of return_dict_in_generate
+        if isinstance(out, torch.Tensor) and out.dim() == 2 and not out.is_floating_point():
+            return out
+        raise WorkloadError(
+            f"{what} {_returned(out)}, but the generate workload needs the generated token ids "
+            "(an integer tensor [batch, length]), which the correctness gate compares with "
+            "eager's."
+        )
+
+    def step(model: torch.nn.Module, call: Call) -> torch.Tensor:
+        if user is not None:
+            return ids(user(model, call.inputs), f"generate(model, inputs) in {module.__file__}")
+        generate = getattr(model, "generate", None)
+        if not callable(generate):
+            raise WorkloadError(
+                f"--workload generate times generate(), but the model of {module.__file__} "
+                f"({type(model).__name__}) has no generate() method and the file defines no "
+                "generate(model, inputs): use a transformers model (GenerationMixin) or define "
+                "generate(model, inputs) -> token ids in the model file."
+            )
+        out = generate(*call.args, **{**call.kwargs, "do_sample": False})
+        return ids(out, f"{type(model).__name__}.generate()")
+
+    return step
+
+
 def build_optimizer(module: ModuleType, model: torch.nn.Module) -> torch.optim.Optimizer:
     """Calls the file's ``get_optimizer(model)``, or returns ``AdamW(lr=1e-3)`` over the model's
     parameters if it defines none."""

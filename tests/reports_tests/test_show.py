@@ -116,3 +116,24 @@ def test_show_names_unsafe_knobs_and_says_shipped_artifacts_are_native_code(tmp_
     assert main(["show", str(tmp_path / "best.json")]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "its SHA-256 is not the one recorded" in text and "never loaded" in text
+
+
+def test_a_plan_in_parts_says_which_calls_each_part_takes_and_the_generation_figures():
+    from autotune.runtime.config import Part, When, for_generate
+
+    config = for_generate(CompileConfig(fullgraph=True))
+    assert config.parts == (Part("prefill", When("input_ids", 1, min=2), None),)
+    assert for_generate(config) is config  # a plan already
+    best = BestConfig(
+        decision="compile", reason="r", config=config,
+        metrics={"speedup_vs_eager": 1.5, "decode_tokens_per_s": 1234.0,
+                 "eager_decode_tokens_per_s": 800.0, "ttft_s": 0.0071, "eager_ttft_s": 0.0069},
+        workload={"kind": "generate", "device": "cpu", "objective": "latency"},
+    )  # fmt: skip
+    text = " ".join(render(explain(best, "best.json")).split())
+    assert (
+        "Part 'prefill': calls where input_ids.shape[1] >= 2 run eager; the other calls run "
+        "the config below."
+    ) in text
+    figures = "decode 1,234 tokens/s against 800 eager; time to first token 7.1 ms against 6.9 ms"
+    assert figures in text

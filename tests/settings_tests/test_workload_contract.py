@@ -38,3 +38,14 @@ def test_a_bad_workload_is_the_only_problem_said() -> None:
     with pytest.raises(UsageError) as raised:
         resolve({"workload": "trian", "accuracy": "loss_rel<=0.02"})
     assert "workload" in str(raised.value) and "judges" not in str(raised.value)
+
+
+def test_a_generate_workload_takes_no_contract_yet() -> None:
+    """Its gate is the token ids, equal to eager's: no precision change is searched for it."""
+    with pytest.raises(UsageError) as raised:
+        resolve({"workload": "generate", "accuracy": "cosine>=0.999"}, language=CLI)
+    message = str(raised.value)
+    assert message.startswith("--accuracy 'cosine>=0.999' with --workload 'generate':")
+    assert "judged by its generated token ids" in message
+    assert message.endswith("drop --accuracy 'cosine>=0.999'.")
+    assert resolve({"workload": "generate"}).workload == "generate"

@@ -1,0 +1,102 @@
+"""The generate workload: a trial times generate() on each request, the searched config
+compiling the decode steps in place, and gates it on eager's token ids."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autotune.records import RecordStore
+from autotune.runtime.config import CompileConfig
+from autotune.trials import MeasureSettings, PreloadedHostRunner, TrialSpec
+
+pytest.importorskip("transformers")
+FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory):
+    with PreloadedHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
+        yield warm
+
+
+def spec(model: str, config: CompileConfig | None, **kwargs) -> TrialSpec:
+    return TrialSpec(
+        model_path=model, device="cpu", workload="generate", budget_s=120.0, measure=FAST,
+        config=config.to_dict() if config is not None else None, **kwargs,
+    )  # fmt: skip
+
+
+def test_generate_of_a_llama_is_compiled_checked_and_timed(runner, model_file):
+    result = runner.run(spec(model_file("generate_llama"), CompileConfig(backend="aot_eager")))
+    assert result.status == "ok", result.error_tail
+    assert result.accuracy["tokens_equal"] == 1.0 and result.accuracy["held_to"] == "tokens"
+    # Two requests: 1 and 2 sequences, 6 new tokens each.
+    assert result.units == {"name": "tokens", "per_sweep": 18.0}
+    assert result.graphs >= 1 and result.latency_median_s > 0 and result.compile_time_s > 0
+    generated = result.generate
+    assert set(generated) == {
+        "ttft_s", "eager_ttft_s", "decode_tokens_per_s", "eager_decode_tokens_per_s"
+    }  # fmt: skip
+    assert generated["ttft_s"] > 0 and generated["decode_tokens_per_s"] > 0
+
+
+def test_the_eager_baseline_generates_against_eager(runner, model_file):
+    result = runner.run(spec(model_file("generate_llama"), None))
+    assert result.status == "ok", result.error_tail
+    assert result.compile_time_s is None and result.accuracy["tokens_equal"] == 1.0
+
+
+def test_a_decode_step_that_changes_a_token_fails_the_gate_naming_it(runner, model_file):
+    wrong = CompileConfig(backend="relu_accuracy_error_TESTING_ONLY")
+    opted = [f"backend.{wrong.backend}"]
+    result = runner.run(spec(model_file("generate_own_loop"), wrong, allow_unsafe_knobs=opted))
+    assert result.failure_kind == "accuracy", result.error_tail
+    assert result.error.startswith("request 0: token ") and "(greedy, fp32)" in result.error
+
+
+def test_the_files_own_loop_is_timed_without_a_first_token_figure(runner, model_file):
+    result = runner.run(spec(model_file("generate_own_loop"), CompileConfig(backend="eager")))
+    assert result.status == "ok", result.error_tail
+    assert result.generate is None  # its loop takes no max_new_tokens: no TTFT run
+    assert result.units == {"name": "tokens", "per_sweep": 12.0}
+
+
+def test_a_model_without_generate_is_a_model_error(runner, model_file):
+    result = runner.run(spec(model_file("tiny"), None))
+    assert result.failure_kind == "model_error"
+    assert "has no generate() method" in result.error
+
+
+def test_a_search_ships_the_decode_config_with_the_prefill_eager(tmp_path, model_file, space_file):
+    argv = [
+        "search", model_file("generate_llama"), "--workload", "generate", "--trials", "2",
+        "--space", space_file("aot_eager"), "--finalists", "0", "--device", "cpu",
+        "--measure-seconds", "0.2", "--study", "g",
+        "--storage", f"sqlite:///{tmp_path}/autotune.db", "--out", str(tmp_path / "best.json"),
+    ]  # fmt: skip
+    done = subprocess.run([_autotune(), *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: scope: the whole model is compiled, not searched: generate()" in done.stdout
+    with RecordStore(f"sqlite:///{tmp_path}/autotune.db") as store:
+        records = [r for r in store.trials("g") if r.duplicate_of is None]
+    assert {r.status for r in records} == {"ok"}, done.stdout
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert best["workload"]["kind"] == "generate"
+    if best["decision"] == "compile":
+        assert best["schema_version"] == 2
+        assert best["config"]["parts"] == [{
+            "name": "prefill", "config": None,
+            "when": {"input": "input_ids", "dim": 1, "min": 2, "max": None},
+        }]  # fmt: skip
+        assert best["metrics"]["decode_tokens_per_s"] > 0
+
+
+def _autotune() -> str:
+    script = Path(sys.executable).with_name("autotune")
+    return str(script) if script.exists() else shutil.which("autotune") or "autotune"
