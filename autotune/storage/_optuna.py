@@ -119,9 +119,11 @@ def open_optuna_storage(url: str, read_only: bool = False) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return RDBStorage(
-                target, engine_kwargs=engine_options(target, read_only),
-                **extra, **_heartbeat_kwargs(),
+            return _created_together(
+                lambda: RDBStorage(
+                    target, engine_kwargs=engine_options(target, read_only),
+                    **extra, **_heartbeat_kwargs(),
+                )
             )  # fmt: skip
     except (ImportError, ModuleNotFoundError) as exc:
         raise UsageError(
@@ -136,6 +138,27 @@ def open_optuna_storage(url: str, read_only: bool = False) -> Any:
         ) from exc
     finally:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+_CREATE_ATTEMPTS = 5
+
+
+def _created_together(create: Callable[[], Any]) -> Any:
+    """``create()``, again when it lost a race to create Optuna's tables: a search and workers
+    that start together on a new PostgreSQL schema each run ``CREATE TABLE``, and the losers
+    fail on the catalog's unique index (``pg_type_typname_nsp_index``, seen in CI); on the
+    next attempt the tables are there and nothing is created."""
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(_CREATE_ATTEMPTS):
+        try:
+            return create()
+        except (IntegrityError, ProgrammingError) as exc:
+            lost = isinstance(exc, IntegrityError) or "already exists" in str(exc)
+            if not lost or attempt == _CREATE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 # Optuna's tables a reader needs: without them, RDBStorage would create them.

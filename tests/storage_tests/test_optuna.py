@@ -106,3 +106,32 @@ def test_retrying_gives_up_at_once_on_an_error_that_is_not_transient():
     with pytest.raises(sa_exc.IntegrityError):
         retrying(broken)
     assert calls == [1]
+
+
+def test_creating_optunas_tables_again_after_losing_the_race_for_them(monkeypatch):
+    """A search and workers starting together on a new PostgreSQL schema each create Optuna's
+    tables; CI saw a loser fail on the catalog's unique index. It tries again, and then the
+    tables are there."""
+    from autotune.storage import _optuna
+
+    monkeypatch.setattr(_optuna.time, "sleep", lambda s: None)
+    race = sa_exc.IntegrityError(
+        "CREATE TABLE studies", {},
+        Exception('duplicate key value violates unique constraint "pg_type_typname_nsp_index"'),
+    )  # fmt: skip
+    tries = []
+
+    def create():
+        tries.append(1)
+        if len(tries) < 3:
+            raise race
+        return "storage"
+
+    assert _optuna._created_together(create) == "storage" and len(tries) == 3
+    tries.clear()
+    with pytest.raises(sa_exc.IntegrityError):
+        _optuna._created_together(lambda: (tries.append(1), (_ for _ in ()).throw(race)))
+    assert len(tries) == _optuna._CREATE_ATTEMPTS
+    denied = sa_exc.ProgrammingError("CREATE TABLE", {}, Exception("permission denied"))
+    with pytest.raises(sa_exc.ProgrammingError):  # not a race: said at once
+        _optuna._created_together(lambda: (_ for _ in ()).throw(denied))

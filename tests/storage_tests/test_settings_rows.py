@@ -112,7 +112,7 @@ def test_text_that_is_no_json_object_names_the_column_and_the_text(text, named):
         ({"sampler": "grid"}, "sampler must be one of tpe, random, got 'grid'"),
         ({"objective": "fast"}, "objective must be one of latency, throughput, amortized"),
         ({"scope": None}, "scope must be one of search, whole, got None"),
-        ({"workload": "serve"}, "workload must be one of infer, train, got 'serve'"),
+        ({"workload": "serve"}, "workload must be one of infer, train, generate, got 'serve'"),
         ({"preset_finalists": "some"}, "preset_finalists must be one of best, all"),
         ({"prune": "yes"}, "prune must be true or false, got 'yes'"),
         ({"batch_sizes": [8, 8]}, "batch_sizes must be distinct positive integers"),
