@@ -55,6 +55,7 @@ import torch
 from suite import device_name
 
 import autotune
+from autotune._atomic import write_text
 
 HERE = Path(__file__).resolve().parent
 MODEL_FILE = HERE / "models" / "llama_generate.py"
@@ -321,13 +322,6 @@ def report(machine: dict[str, Any], search: dict[str, Any], batches: dict[int, A
     return "\n".join(lines)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -388,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         text = report(machine, search, batches)
         raw = {"machine": machine, "search": {k: v for k, v in search.items() if k != "best"},
                "batches": batches}  # fmt: skip
-        write_atomic(args.out, text)
-        write_atomic(args.out.with_suffix(".json"), json.dumps(raw, indent=1, default=str) + "\n")
+        write_text(args.out, text)
+        write_text(args.out.with_suffix(".json"), json.dumps(raw, indent=1, default=str) + "\n")
     print(text)
     return 0
 

@@ -51,6 +51,7 @@ import torch
 from suite import STUDY, ModelRun, _read_round, device_name, geomean, over_default
 
 import autotune
+from autotune._atomic import write_text
 from autotune.decide import decide
 from autotune.measure import memory
 from autotune.workload import (
@@ -418,13 +419,6 @@ def report(machine: dict[str, Any], models: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _raw(machine: dict[str, Any], models: dict[str, dict[str, Any]]) -> str:
     def plain(model: dict[str, Any]) -> dict[str, Any]:
         return {**model, "searches": [dataclasses.asdict(s) for s in model["searches"]],
@@ -522,8 +516,8 @@ def main(argv: list[str] | None = None) -> int:
             models[name] = measure_model(name, args, bool(flags), Path(tmp))
     machine["load_end"] = os.getloadavg()
     text = report(machine, models)
-    write_atomic(args.out, text)
-    write_atomic(args.out.with_suffix(".json"), _raw(machine, models))
+    write_text(args.out, text)
+    write_text(args.out.with_suffix(".json"), _raw(machine, models))
     print(text)
     return 0
 

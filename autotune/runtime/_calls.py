@@ -38,7 +38,6 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import itertools
 import threading
 import types
 import warnings
@@ -135,24 +134,14 @@ def _compile_parameters() -> frozenset[str]:
     return frozenset(inspect.signature(torch.compile).parameters)
 
 
-def set_around_calls(
-    compiled: torch.nn.Module, settings: CallSettings, attribute: str = "forward"
-) -> None:
-    """Sets ``settings.dynamo``, ``settings.inductor``, ``settings.functorch`` and
-    ``settings.precision`` around every call of ``compiled``, in the calling thread: its
-    ``attribute``, the Dynamo-wrapped callable (an ``OptimizedModule``'s ``forward``, a module
-    compiled in place's ``_compiled_call_impl``); nothing when all are empty."""
-    if not any((settings.dynamo, settings.inductor, settings.functorch, settings.precision)):
-        return
-    inner: Callable[..., Any] = getattr(compiled, attribute)
-    compiled.__dict__[attribute] = around_calls(inner, settings, _device_type(compiled))
-
-
 def around_calls(
     inner: Callable[..., Any], settings: CallSettings, device_type: str
 ) -> Callable[..., Any]:
-    """``inner`` with ``settings`` set around each of its calls (see
-    :func:`set_around_calls`); ``inner`` itself when there are none."""
+    """``inner`` with ``settings.dynamo``, ``settings.inductor``, ``settings.functorch`` and
+    ``settings.precision`` (autocast on ``device_type``) set around each of its calls, in the
+    calling thread; ``inner`` itself when all are empty. ``inner`` is the Dynamo-wrapped
+    callable: an ``OptimizedModule``'s ``forward``, or what a module compiled in place runs
+    (``_compiled_call_impl``)."""
     if not any((settings.dynamo, settings.inductor, settings.functorch, settings.precision)):
         return inner
     # Torch reads its config while it traces and compiles, i.e. during the call, in the
@@ -300,12 +289,6 @@ class _Precision:
             torch.set_float32_matmul_precision(prior)
         if region is not None:
             region.__exit__(None, None, None)
-
-
-def _device_type(module: torch.nn.Module) -> str:
-    tensors = itertools.chain(module.parameters(), module.buffers())
-    tensor: torch.Tensor | None = next(tensors, None)
-    return "cpu" if tensor is None else tensor.device.type
 
 
 def _values(module: types.ModuleType, values: dict[str, Any]) -> _Values:

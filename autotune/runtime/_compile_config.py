@@ -303,9 +303,7 @@ def _build_part(d: Mapping[str, Any] | Part) -> Part:
     if isinstance(d, Part):
         return d
     config = d.get("config")
-    built = None if config is None else config
-    if isinstance(config, Mapping):
-        built = _build_compile(config)
+    built = _build_compile(config) if isinstance(config, Mapping) else config
     return Part(str(d["name"]), When(**d["when"]), built)
 
 

@@ -24,21 +24,24 @@ from autotune.runtime._calls import (
 )
 from autotune.runtime.config import CompileConfig, When
 
-__all__ = ["backend_options", "compile_call", "compile_in_parts", "openvino_options"]
+__all__ = ["backend_options", "compile_in_parts", "compile_region", "openvino_options"]
 
 
-def compile_call(
-    call: Callable[..., Any], config: CompileConfig, device_type: str
-) -> Callable[..., Any]:
-    """``call`` through ``torch.compile`` as ``config`` says, its settings set around each
-    call, its outputs the caller's own under CUDA graphs on CUDA (see
-    :func:`~autotune.runtime._calls.own_outputs`)."""
+def compile_region(
+    target: Any, config: CompileConfig, device_type: str
+) -> tuple[Any, Callable[..., Any]]:
+    """``target`` (a module or a callable) through ``torch.compile`` as ``config`` says, and
+    the callable that runs it: the compiled callable (an ``OptimizedModule``'s ``forward``)
+    with the config's settings set around each call, its outputs the caller's own under CUDA
+    graphs on CUDA (see :func:`~autotune.runtime._calls.own_outputs`)."""
     settings = call_settings(config)
     kwargs = {**config.compile_kwargs(), **settings.arguments, **backend_options(config)}
-    compiled = around_calls(torch.compile(call, **kwargs), settings, device_type)
+    compiled = torch.compile(target, **kwargs)
+    call = compiled.forward if isinstance(compiled, torch.nn.Module) else compiled
+    call = around_calls(call, settings, device_type)
     if device_type == "cuda" and uses_cuda_graphs(config):
-        compiled = own_outputs(compiled)
-    return compiled
+        call = own_outputs(call)
+    return compiled, call
 
 
 def compile_in_parts(
@@ -51,11 +54,11 @@ def compile_in_parts(
         (
             part.when,
             eager if part.config is None
-            else compile_call(eager, part.config, device_type),
+            else compile_region(eager, part.config, device_type)[1],
         )
         for part in config.parts
     ]  # fmt: skip
-    rest = compile_call(eager, config, device_type)
+    _, rest = compile_region(eager, config, device_type)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         for when, compiled in routes:

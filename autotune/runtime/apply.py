@@ -16,8 +16,7 @@ from typing import Any, cast
 import torch
 import torch._dynamo
 
-from autotune.runtime._calls import call_settings, own_outputs, set_around_calls, uses_cuda_graphs
-from autotune.runtime._parts import backend_options, compile_call, compile_in_parts
+from autotune.runtime._parts import compile_in_parts, compile_region
 from autotune.runtime.config import (
     BestConfig,
     CompileConfig,
@@ -379,11 +378,11 @@ def _compile_one(
     """``module`` compiled: wrapped (an ``OptimizedModule``), or with ``in_place`` compiled
     in place (``Module.compile``), so that every method of it calling ``self(...)``, a
     ``generate()`` loop among them, runs the compiled code."""
+    device_type = _model_device(module).split(":")[0]
     if in_place:  # what Module.compile does, a part at a time where the config has parts
-        device_type = _model_device(module).split(":")[0]
         if config.parts:
             return compile_in_parts(module, config, device_type)
-        module._compiled_call_impl = compile_call(module._call_impl, config, device_type)
+        _, module._compiled_call_impl = compile_region(module._call_impl, config, device_type)
         return module
     if config.parts:
         raise ConfigError(
@@ -391,13 +390,9 @@ def _compile_one(
             "compiles the model in place, a part per call, which Dynamo skips for torch's own "
             "modules; wrap the module in one of yours, or apply the config without parts."
         )
-    settings = call_settings(config)
-    kwargs = {**config.compile_kwargs(), **settings.arguments, **backend_options(config)}
-    compiled = cast(torch.nn.Module, torch.compile(module, **kwargs))
-    set_around_calls(compiled, settings)
-    if _model_device(module).startswith("cuda") and uses_cuda_graphs(config):
-        compiled.__dict__["forward"] = own_outputs(compiled.forward)
-    return compiled
+    compiled, forward = compile_region(module, config, device_type)
+    compiled.__dict__["forward"] = forward
+    return cast(torch.nn.Module, compiled)
 
 
 def _own_forward(model: torch.nn.Module) -> bool:

@@ -28,11 +28,9 @@ from autotune.trials._judged import Judged
 from autotune.trials._spec import TrialSpec
 from autotune.workload import (
     Call,
-    build_calls,
-    build_model,
+    build_seeded,
     count_units,
     generate_function,
-    load_model_file,
 )
 
 __all__ = ["GenerateWork", "compile_first", "first_token", "judge", "setup", "sweeps"]
@@ -53,11 +51,7 @@ class GenerateWork:
 def setup(spec: TrialSpec) -> GenerateWork:
     """The model (eval, transformers' own compile off), the requests, eager's token ids."""
     try:
-        module = load_model_file(spec.model_path)
-        torch.manual_seed(spec.seed)
-        model = build_model(module, spec.device)
-        torch.manual_seed(spec.seed)
-        calls = build_calls(module, spec.device)
+        module, model, calls = build_seeded(spec.model_path, spec.device, spec.seed, None)
         model.eval()
         own_compile_off(model)
         step = generate_function(module)

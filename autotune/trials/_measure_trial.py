@@ -7,9 +7,10 @@ workload times training steps (see autotune.trials._train), the generate workloa
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -37,11 +38,9 @@ from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import (
     Call,
     accuracy_metric,
-    build_calls,
-    build_model,
+    build_seeded,
     count_units,
     describe_calls,
-    load_model_file,
 )
 
 _EAGER_STEPS = "two eager training steps from the same weights and seed"
@@ -97,13 +96,24 @@ def _record_setup(
         facts["units"] = units
 
 
+@contextlib.contextmanager
+def _compiling(spec: TrialSpec, facts: dict[str, Any]) -> Iterator[list[str]]:
+    """Every workload's compile phase: Dynamo's counters and the device's peak memory start
+    afresh, the live display hears "compiling", the generated code is captured (yielded), and
+    the phase's wall time is recorded as ``phases.compile_s``."""
+    reset_counters()
+    measure.reset_peak_memory(spec.device)
+    write_phase(spec.progress_path, "compiling")
+    started = time.perf_counter()
+    with output_code() as codes:
+        yield codes
+    facts["phases"]["compile_s"] = time.perf_counter() - started
+
+
 def _setup(spec: TrialSpec) -> Workload:
     try:
-        module = load_model_file(spec.model_path)
-        torch.manual_seed(spec.seed)
-        model = build_model(module, spec.device)
-        torch.manual_seed(spec.seed)
-        calls = build_calls(module, spec.device, spec.batch_size)
+        module, model, calls = build_seeded(spec.model_path, spec.device, spec.seed,
+                                            spec.batch_size)  # fmt: skip
         model.eval()
         reference = measure.clone_outputs(_sweep(model, calls))
         metric = accuracy_metric(module) if spec.accuracy else None
@@ -120,13 +130,8 @@ def _compile_and_time(
     deadline: float,
     facts: dict[str, Any],
 ) -> TrialResult:
-    reset_counters()
-    measure.reset_peak_memory(spec.device)
-    write_phase(spec.progress_path, "compiling")
-    started = time.perf_counter()
-    with output_code() as codes:
+    with _compiling(spec, facts) as codes:
         target, compile_s = _compile(spec, config, work)
-    facts["phases"]["compile_s"] = time.perf_counter() - started
     if target.backend is not None:
         facts["backend_conversion"] = target.backend
     raise_on_no_graph(config)
@@ -238,13 +243,8 @@ def _train_trial(
     started = time.perf_counter()
     work = _train.setup(spec)
     _record_setup(facts, started, work.calls, work.model, work.units)
-    reset_counters()
-    measure.reset_peak_memory(spec.device)
-    write_phase(spec.progress_path, "compiling")
-    started = time.perf_counter()
-    with output_code() as codes:
+    with _compiling(spec, facts) as codes:
         target, steps, compile_s = _train.compile_first_steps(work, config, spec.device)
-    facts["phases"]["compile_s"] = time.perf_counter() - started
     gate = _train.gate_config(work, config)
     if gate is None:
         report = _train.judge_steps(spec, work.reference, steps)
@@ -280,13 +280,8 @@ def _generate_trial(
     started = time.perf_counter()
     work = _generate.setup(spec)
     _record_setup(facts, started, work.calls, work.model, work.units)
-    reset_counters()
-    measure.reset_peak_memory(spec.device)
-    write_phase(spec.progress_path, "compiling")
-    started = time.perf_counter()
-    with output_code() as codes:
+    with _compiling(spec, facts) as codes:
         outputs, compile_s = _generate.compile_first(spec, work, config)
-    facts["phases"]["compile_s"] = time.perf_counter() - started
     raise_on_no_graph(config)
     report = _generate.judge(work.reference, outputs)
     _raise_unless_correct(report, config, "two eager generate() runs")

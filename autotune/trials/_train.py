@@ -39,11 +39,9 @@ from autotune.trials._spec import TrialSpec
 from autotune.workload import (
     Call,
     StepFn,
-    build_calls,
-    build_model,
     build_optimizer,
+    build_seeded,
     count_units,
-    load_model_file,
     train_step_function,
 )
 
@@ -117,11 +115,9 @@ def setup(spec: TrialSpec) -> TrainWork:
     """Builds the model and inputs, and takes the eager reference: a ``model_error`` if any of
     it fails."""
     try:
-        module = load_model_file(spec.model_path)
-        torch.manual_seed(spec.seed)
-        model = build_model(module, spec.device).train()
-        torch.manual_seed(spec.seed)
-        calls = build_calls(module, spec.device, spec.batch_size)
+        module, model, calls = build_seeded(spec.model_path, spec.device, spec.seed,
+                                            spec.batch_size)  # fmt: skip
+        model.train()
         work = TrainWork(module, model, calls, train_step_function(module), spec.seed)
         work.allow_unsafe_knobs = list(spec.allow_unsafe_knobs)
         work.units = count_units(module, calls)

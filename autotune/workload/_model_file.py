@@ -100,6 +100,20 @@ def build_model(module: ModuleType, device: str) -> Any:
     return model
 
 
+def build_seeded(
+    path: str | Path, device: str, seed: int, batch_size: int | None
+) -> tuple[ModuleType, Any, list[Call]]:
+    """The model file at ``path``, its model and its calls, each built right after
+    ``torch.manual_seed(seed)``: every trial of a study sees the same weights and inputs."""
+    import torch
+
+    module = load_model_file(path)
+    torch.manual_seed(seed)
+    model = build_model(module, device)
+    torch.manual_seed(seed)
+    return module, model, build_calls(module, device, batch_size)
+
+
 def build_calls(module: ModuleType, device: str, batch_size: int | None = None) -> list[Call]:
     """Calls ``get_inputs(device)`` (``get_inputs(device, batch_size)`` when a batch size is
     given) and normalizes it to a list of calls."""
@@ -143,19 +157,31 @@ def accuracy_metric(module: ModuleType) -> Callable[[Any, Any], float] | None:
     return metric
 
 
+def _optional_function(
+    module: ModuleType, name: str, signature: str, otherwise: str
+) -> Callable[..., Any] | None:
+    """The file's optional function ``name``, None where it defines none; anything else of
+    that name raises :class:`WorkloadError` naming the ``signature`` it must have and what
+    deleting it does (``otherwise``)."""
+    user = getattr(module, name, None)
+    if user is not None and not callable(user):
+        raise WorkloadError(
+            f"{name} in {module.__file__} is a {type(user).__name__}, but must be a function "
+            f"{signature}; define it as one, or delete it to {otherwise}."
+        )
+    return user
+
+
 def loss_function(module: ModuleType) -> LossFn:
     """The file's ``loss_fn(output, inputs)``, or :func:`default_loss` if it defines none.
 
     The returned function checks every loss it computes: a floating-point tensor of one
     element that requires grad; anything else, or an exception, raises :class:`WorkloadError`.
     """
-    user = getattr(module, "loss_fn", None)
-    if user is not None and not callable(user):
-        raise WorkloadError(
-            f"loss_fn in {module.__file__} is a {type(user).__name__}, but must be a function "
-            "loss_fn(output, inputs) -> Tensor; define it as one, or delete it to use the "
-            "default loss (the mean of each floating-point output tensor, summed)."
-        )
+    user = _optional_function(
+        module, "loss_fn", "loss_fn(output, inputs) -> Tensor",
+        "use the default loss (the mean of each floating-point output tensor, summed)",
+    )  # fmt: skip
     fn: LossFn = user if user is not None else default_loss
     what = "loss_fn(output, inputs)" if user is not None else "the default loss"
 
@@ -190,7 +216,10 @@ def train_step_function(module: ModuleType) -> StepFn:
     """
     import torch
 
-    user = getattr(module, "train_step", None)
+    user = _optional_function(
+        module, "train_step", "train_step(model, optimizer, inputs) -> loss",
+        "use the fixed step (loss_fn, backward, optimizer.step, zero_grad)",
+    )  # fmt: skip
     if user is None:
         loss_fn = loss_function(module)
 
@@ -202,12 +231,6 @@ def train_step_function(module: ModuleType) -> StepFn:
             return loss
 
         return fixed
-    if not callable(user):
-        raise WorkloadError(
-            f"train_step in {module.__file__} is a {type(user).__name__}, but must be a "
-            "function train_step(model, optimizer, inputs) -> loss; define it as one, or "
-            "delete it to use the fixed step (loss_fn, backward, optimizer.step, zero_grad)."
-        )
 
     def own(model: torch.nn.Module, optimizer: torch.optim.Optimizer, call: Call) -> Any:
         loss = user(model, optimizer, call.inputs)
@@ -236,13 +259,12 @@ def generate_function(module: ModuleType) -> Callable[[torch.nn.Module, Call], t
     """
     import torch
 
-    user = getattr(module, "generate", None)
-    if user is not None and not callable(user):
-        raise WorkloadError(
-            f"generate in {module.__file__} is a {type(user).__name__}, but must be a function "
-            "generate(model, inputs) -> token ids; define it as one, or delete it to use the "
-            "model's own generate()."
-        )
+    user = _optional_function(
+        module,
+        "generate",
+        "generate(model, inputs) -> token ids",
+        "use the model's own generate()",
+    )
 
     def ids(out: Any, what: str) -> torch.Tensor:
         out = getattr(out, "sequences", out)  # a GenerateOutput of return_dict_in_generate

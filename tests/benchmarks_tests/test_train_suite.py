@@ -111,7 +111,7 @@ def test_the_report_states_the_machine_and_the_geomeans(tmp_path):
     assert "tuned under the contract **2.00x**, tuned fp32-exact **1.25x**" in text
     assert "| 1.0 | 10.0 (9.0-11.0) | - | 300 MiB |" in text and "| 0.2 | failed: E: x |" in text
     out = tmp_path / "r.md"
-    ts.write_atomic(out, text)
+    ts.write_text(out, text)
     assert out.read_text() == text and [p.name for p in tmp_path.iterdir()] == ["r.md"]
 
 

@@ -91,7 +91,7 @@ def test_with_inductor_the_budget_changes_the_generated_code_and_its_identity():
     assert identities[1.0] != identities[0.0]
 
 
-def test_set_around_calls_sets_the_functorch_settings_for_the_call_and_puts_them_back():
+def test_around_calls_sets_the_functorch_settings_for_the_call_and_puts_them_back():
     seen: list[float] = []
 
     class Reads(torch.nn.Module):
@@ -102,8 +102,8 @@ def test_set_around_calls_sets_the_functorch_settings_for_the_call_and_puts_them
     module = Reads()
     settings = _calls.call_settings(CompileConfig(functorch={BUDGET: 0.25}))
     assert settings.functorch == {BUDGET: 0.25}
-    _calls.set_around_calls(module, settings)
-    module.forward(torch.ones(1))
+    forward = _calls.around_calls(module.forward, settings, "cpu")
+    forward(torch.ones(1))
     assert seen == [0.25] and functorch_config.activation_memory_budget == 1.0
 
 

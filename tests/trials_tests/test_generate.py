@@ -4,25 +4,16 @@ compiling the decode steps in place, and gates it on eager's token ids."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from autotune.records import RecordStore
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, PreloadedHostRunner, TrialSpec
+from autotune.trials import MeasureSettings, TrialSpec
 
 pytest.importorskip("transformers")
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
-
-
-@pytest.fixture(scope="module")
-def runner(tmp_path_factory):
-    with PreloadedHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
-        yield warm
 
 
 def spec(model: str, config: CompileConfig | None, **kwargs) -> TrialSpec:
@@ -73,14 +64,16 @@ def test_a_model_without_generate_is_a_model_error(runner, model_file):
     assert "has no generate() method" in result.error
 
 
-def test_a_search_ships_the_decode_config_with_the_prefill_eager(tmp_path, model_file, space_file):
+def test_a_search_ships_the_decode_config_with_the_prefill_eager(
+    tmp_path, model_file, space_file, autotune_command
+):
     argv = [
         "search", model_file("generate_llama"), "--workload", "generate", "--trials", "2",
         "--space", space_file("aot_eager"), "--finalists", "0", "--device", "cpu",
         "--measure-seconds", "0.2", "--study", "g",
         "--storage", f"sqlite:///{tmp_path}/autotune.db", "--out", str(tmp_path / "best.json"),
     ]  # fmt: skip
-    done = subprocess.run([_autotune(), *argv], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([autotune_command, *argv], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "note: scope: the whole model is compiled, not searched: generate()" in done.stdout
     with RecordStore(f"sqlite:///{tmp_path}/autotune.db") as store:
@@ -95,8 +88,3 @@ def test_a_search_ships_the_decode_config_with_the_prefill_eager(tmp_path, model
             "when": {"input": "input_ids", "dim": 1, "min": 2, "max": None},
         }]  # fmt: skip
         assert best["metrics"]["decode_tokens_per_s"] > 0
-
-
-def _autotune() -> str:
-    script = Path(sys.executable).with_name("autotune")
-    return str(script) if script.exists() else shutil.which("autotune") or "autotune"

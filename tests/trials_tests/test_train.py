@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from autotune.records import RecordStore
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, PreloadedHostRunner, SubprocessRunner, TrialSpec
+from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec
 from autotune.workload import WorkloadError, default_loss
 
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
-
-
-@pytest.fixture(scope="module")
-def runner(tmp_path_factory):
-    with PreloadedHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
-        yield warm
 
 
 def spec(model: str, config: CompileConfig | None, **kwargs) -> TrialSpec:
@@ -164,7 +155,9 @@ def test_the_model_files_loss_fn_and_optimizer_are_used_for_every_step(
     assert lines.count("step") >= 2 + timed_steps
 
 
-def test_a_search_tunes_a_train_step_end_to_end(tmp_path, model_file, space_file):
+def test_a_search_tunes_a_train_step_end_to_end(
+    tmp_path, model_file, space_file, autotune_command
+):
     # A process of its own: the CLI kills every trial host of its process when it exits, the
     # warm host of this module included. --finalists 0: re-measuring default torch.compile
     # from cold caches would compile it with g++ from scratch (~20 s) and prove nothing here.
@@ -174,7 +167,7 @@ def test_a_search_tunes_a_train_step_end_to_end(tmp_path, model_file, space_file
         "--device", "cpu", "--measure-seconds", "0.2", "--study", "s",
         "--storage", f"sqlite:///{tmp_path}/autotune.db", "--out", str(tmp_path / "best.json"),
     ]  # fmt: skip
-    done = subprocess.run([_autotune(), *argv], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([autotune_command, *argv], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     with RecordStore(f"sqlite:///{tmp_path}/autotune.db") as store:
         # A draw of a configuration measured before is reused, not measured: not counted.
@@ -186,11 +179,6 @@ def test_a_search_tunes_a_train_step_end_to_end(tmp_path, model_file, space_file
     assert gated["eager"] is False and gated["default"] is True
     best = json.loads((tmp_path / "best.json").read_text())
     assert best["workload"]["kind"] == "train"
-
-
-def _autotune() -> str:
-    script = Path(sys.executable).with_name("autotune")
-    return str(script) if script.exists() else shutil.which("autotune") or "autotune"
 
 
 def test_the_default_loss_sums_the_mean_of_every_floating_output_tensor():
