@@ -338,12 +338,34 @@ def _brief_paths(paths: tuple[str, ...]) -> str:
 # per sequence) eager, as transformers' own compile leaves it; the config takes the rest, the
 # decode steps.
 PREFILL_EAGER = Part("prefill", When("input_ids", 1, min=2), None)
+PREFILLS = ("eager", "compiled")
+"""How a generate plan runs its prefill: eager, or compiled by :func:`prefill_config`."""
 
 
-def for_generate(config: CompileConfig) -> CompileConfig:
-    """``config`` as the generate workload runs and ships it: a config without parts gets the
-    prefill part :data:`PREFILL_EAGER`, so that it compiles the decode steps; one with parts
-    is already a plan."""
+def for_generate(config: CompileConfig, prefill: str = "eager") -> CompileConfig:
+    """``config`` as the generate workload runs and ships it: the decode steps compiled by
+    ``config``, the prefill eager (:data:`PREFILL_EAGER`) or ``"compiled"`` by
+    :func:`prefill_config`. A config with parts is already a plan and comes back as it is."""
+    if prefill not in PREFILLS:
+        choices = ", ".join(map(repr, PREFILLS))
+        raise ConfigError(f"prefill must be one of {choices}, not {prefill!r}")
     if config.parts:
         return config
-    return dataclasses.replace(config, parts=(PREFILL_EAGER,))
+    part = PREFILL_EAGER
+    if prefill == "compiled":
+        part = dataclasses.replace(PREFILL_EAGER, config=prefill_config(config))
+    return dataclasses.replace(config, parts=(part,))
+
+
+def prefill_config(decode: CompileConfig) -> CompileConfig:
+    """The decode config as a compiled prefill runs it: its backend, knobs and precision,
+    without CUDA graphs (a prompt's length varies, and a graph captured per length holds its
+    memory for the process's life) and with torch's automatic dynamic shapes unless the decode
+    marks every dimension dynamic (``dynamic=False`` would compile once per prompt length)."""
+    options = {k: v for k, v in decode.options.items() if k != "triton.cudagraphs"}
+    mode = _NO_CUDA_GRAPHS.get(decode.mode, decode.mode)
+    dynamic = True if decode.dynamic else None
+    return dataclasses.replace(decode, mode=mode, options=options, dynamic=dynamic, parts=())
+
+
+_NO_CUDA_GRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from autotune.runtime import signing as _signing
 from autotune.runtime._compile_config import (
+    PREFILLS,
     CompileConfig,
     ConfigError,
     EnvironmentMismatchWarning,
@@ -27,6 +28,7 @@ from autotune.runtime._compile_config import (
     _json_copy,
     _raise_if,
     for_generate,
+    prefill_config,
 )
 from autotune.runtime._schema import (
     FILE_KEYS,
@@ -38,10 +40,10 @@ from autotune.runtime._schema import (
 )
 
 __all__ = [
-    "DECISIONS", "FILE_SCHEMA_VERSION", "SCHEMA_VERSION", "BestConfig", "CompileConfig",
-    "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part", "Scope", "ScopeError",
-    "UnsafeKnobError", "When", "entry_key", "entry_label", "for_generate", "load", "sha256_of",
-    "sha256_of_file",
+    "DECISIONS", "FILE_SCHEMA_VERSION", "PREFILLS", "SCHEMA_VERSION", "BestConfig",
+    "CompileConfig", "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part", "Scope",
+    "ScopeError", "UnsafeKnobError", "When", "entry_key", "entry_label", "for_generate", "load",
+    "prefill_config", "sha256_of", "sha256_of_file",
 ]  # fmt: skip
 
 # The newest entry version this autotune reads. An entry is written at the oldest version that

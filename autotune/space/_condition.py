@@ -21,7 +21,8 @@ CONTEXT_NAMES = (
     "accuracy_contract",
 )  # fmt: skip
 """Names a condition may use besides knobs: the device type (``"cpu"``, ``"cuda"``), the
-workload (``"infer"`` or ``"train"``), the vector widths this CPU supports (e.g.
+workload (``"infer"``, ``"train"`` or ``"generate"``: ``workload != 'train'`` for both kinds of
+inference), the vector widths this CPU supports (e.g.
 ``[256, 512]``), this CPU's flags (``'amx_bf16' in cpu_flags``), the CUDA device's compute
 capability (``cuda_capability >= [8, 0]``; none on a CPU) and whether the study states an
 accuracy contract."""

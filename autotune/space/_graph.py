@@ -16,7 +16,7 @@ LEAVE = object()
 
 CONTEXT_VALUES: dict[str, tuple[Any, ...]] = {
     "device": ("cpu", "cuda"),
-    "workload": ("infer", "train"),
+    "workload": ("infer", "train", "generate"),
     "accuracy_contract": (True, False),
 }
 MAX_CONTROLLER_VALUES = 10_000

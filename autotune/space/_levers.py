@@ -1,5 +1,5 @@
-"""The levers beyond Inductor's knobs: precision, the training step, and the backend's own
-options.
+"""The levers beyond Inductor's knobs: precision, the training step, the generation's prefill,
+and the backend's own options.
 
 ``[precision]`` holds ``autocast`` (``"none"``, ``"bfloat16"``, ``"float16"``) and ``matmul``
 (``"highest"``, ``"high"``, ``"medium"``: ``torch.set_float32_matmul_precision``). They change
@@ -9,6 +9,11 @@ numerics on purpose, so they are searched only under an accuracy contract the us
 ``[train]`` holds ``optimizer`` (``"eager"``, ``"compiled"``: the optimizer step through
 ``torch.compile``, see :func:`autotune.apply_optimizer`); a space offers it for the train
 workload only (``when = "workload == 'train'"``).
+
+``[generate]`` holds ``prefill`` (``"eager"``, ``"compiled"``: how the generate workload
+runs the prefill beside the decode steps the config compiles, see
+:func:`autotune.runtime.config.for_generate`); a space offers it for the generate workload
+only (``when = "workload == 'generate'"``).
 
 ``[openvino]`` holds options of OpenVINO's ``torch.compile`` backend (see
 :mod:`autotune.runtime.openvino_backend`); they are suggested only when ``compile.backend`` is
@@ -26,9 +31,10 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from autotune.runtime.config import PREFILLS
 from autotune.space._knob import Knob, did_you_mean
 
-LAYERS = ("precision", "train", "openvino")
+LAYERS = ("precision", "train", "generate", "openvino")
 PRECISION: dict[str, tuple[str, ...]] = {
     "autocast": ("none", "bfloat16", "float16"),
     "matmul": ("highest", "high", "medium"),
@@ -36,10 +42,13 @@ PRECISION: dict[str, tuple[str, ...]] = {
 PRECISION_DEFAULTS = {"autocast": "none", "matmul": "highest"}
 TRAIN: dict[str, tuple[str, ...]] = {"optimizer": ("eager", "compiled")}
 TRAIN_DEFAULTS = {"optimizer": "eager"}
+GENERATE: dict[str, tuple[str, ...]] = {"prefill": PREFILLS}
+GENERATE_DEFAULTS = {"prefill": "eager"}
 # The choice layers: each knob's allowed values and the value that leaves a config as eager.
 _CHOICES: dict[str, tuple[dict[str, tuple[str, ...]], dict[str, str]]] = {
     "precision": (PRECISION, PRECISION_DEFAULTS),
     "train": (TRAIN, TRAIN_DEFAULTS),
+    "generate": (GENERATE, GENERATE_DEFAULTS),
 }
 # Backends a space may name that are not part of torch, and what installs each.
 EXTRA_BACKENDS = {"openvino": "pip install 'autotune[openvino]'"}
@@ -90,8 +99,8 @@ def describe(knob: Knob) -> tuple[str, Any]:
 
 
 def chosen(layer: str, values: dict[str, Any]) -> dict[str, Any]:
-    """A choice layer's values (``precision``, ``train``) as a config holds them: only those
-    away from eager's."""
+    """A choice layer's values (``precision``, ``train``, ``generate``) as a config holds
+    them: only those away from eager's."""
     defaults = _CHOICES[layer][1]
     return {k: v for k, v in values.items() if v != defaults.get(k)}
 

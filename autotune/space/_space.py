@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.runtime.config import CompileConfig
+from autotune.runtime.config import CompileConfig, for_generate
 from autotune.space import _build, _extends, _file, _graph, _levers, _presets, _unsafe
 from autotune.space._file import SpaceError
 from autotune.space._knob import Knob
@@ -171,7 +171,7 @@ def config_from_values(values: dict[str, Any]) -> CompileConfig:
     elif backend == "openvino":
         # Pinned unless searched: OpenVINO's CPU plugin computes in bf16 on AMX by default.
         options = {"INFERENCE_PRECISION_HINT": "f32", **_layer(values, "openvino")}
-    return CompileConfig(
+    config = CompileConfig(
         backend=backend,
         mode=mode if backend == "inductor" else "default",
         dynamic=None if dynamic == "auto" else bool(dynamic),
@@ -182,6 +182,9 @@ def config_from_values(values: dict[str, Any]) -> CompileConfig:
         train=_levers.chosen("train", _layer(values, "train")),
         functorch=_non_default(_layer(values, "functorch"), torch._functorch.config),
     )
+    # The generate workload's prefill compiled: a plan in parts (eager's is for_generate's own).
+    prefill = _levers.chosen("generate", _layer(values, "generate")).get("prefill")
+    return config if prefill is None else for_generate(config, prefill)
 
 
 def _non_default(values: dict[str, Any], config: Any) -> dict[str, Any]:
@@ -264,8 +267,6 @@ def _make(
     contract: bool = False,
     builtin: bool = False,
 ) -> SearchSpace:
-    # A space's conditions see the computation: generation is inference.
-    workload = "train" if workload == "train" else "infer"
     built = _build.build(raw, device, workload, allow_numerics, vouched, contract, builtin)
     problems = problems + built.problems
     if problems:

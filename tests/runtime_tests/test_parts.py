@@ -20,6 +20,8 @@ from autotune.runtime.config import (
     ConfigError,
     Part,
     When,
+    for_generate,
+    prefill_config,
 )
 
 DECODE = When("input_ids", 1, max=1)
@@ -201,12 +203,9 @@ def counting_backend(monkeypatch) -> list[int]:
     return calls
 
 
-def test_generate_of_a_transformers_llama_runs_every_decode_step_compiled(
-    counting_backend: list[int],
-) -> None:
-    """Issue 43's test: ``model.generate()`` with a static cache on the applied model runs
-    the decode part's graph at every new token but the first (the prefill's), and compiles
-    nothing more in a second ``generate()`` (no recompile per token)."""
+def _static_llama():
+    """A 2-layer transformers Llama with a static cache (transformers' own compile off) and a
+    greedy ``generate`` of 6 new tokens after a prompt of a given length."""
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -216,12 +215,22 @@ def test_generate_of_a_transformers_llama_runs_every_decode_step_compiled(
     llama = transformers.LlamaForCausalLM(config).eval()
     llama.generation_config.cache_implementation = "static"
     llama.generation_config.disable_compile = True  # transformers' own compile: never nested
-    prompt = torch.randint(0, 64, (1, 7))
 
-    def generate(model):
+    def generate(model, length=7):
+        prompt = torch.randint(0, 64, (1, length), generator=torch.Generator().manual_seed(length))
         return model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
                               max_new_tokens=6, min_new_tokens=6, pad_token_id=0)  # fmt: skip
 
+    return llama, generate
+
+
+def test_generate_of_a_transformers_llama_runs_every_decode_step_compiled(
+    counting_backend: list[int],
+) -> None:
+    """Issue 43's test: ``model.generate()`` with a static cache on the applied model runs
+    the decode part's graph at every new token but the first (the prefill's), and compiles
+    nothing more in a second ``generate()`` (no recompile per token)."""
+    llama, generate = _static_llama()
     with torch.no_grad():
         expected = generate(llama)
         decode = CompileConfig(backend="autotune_test_counting", fullgraph=True)
@@ -232,3 +241,47 @@ def test_generate_of_a_transformers_llama_runs_every_decode_step_compiled(
         graphs = counters["stats"]["unique_graphs"]
         assert torch.equal(generate(fast), expected)
     assert len(counting_backend) == 10 and counters["stats"]["unique_graphs"] == graphs
+
+
+def test_a_compiled_prefill_runs_its_own_graph_and_goes_dynamic_over_prompt_lengths(
+    counting_backend: list[int],
+) -> None:
+    """The generate plan with its prefill compiled (``for_generate(config, "compiled")``):
+    each ``generate()`` runs one prefill graph call and five decode graph calls, on graphs
+    of their own; prompts of a second and a third length cost one more prefill graph (torch's
+    automatic dynamic shapes), not one per length."""
+    llama, generate = _static_llama()
+    with torch.no_grad():
+        expected = [generate(llama, n) for n in (7, 9, 11)]
+        decode = CompileConfig(backend="autotune_test_counting", fullgraph=True, dynamic=False)
+        plan = for_generate(decode, "compiled")
+        fast = autotune.apply(llama, plan, allow_unsafe_knobs=["backend.autotune_test_counting"])
+        assert torch.equal(generate(fast, 7), expected[0])
+        prefill, *decodes = counting_backend
+        assert len(decodes) == 5 and set(decodes) == {decodes[0]} and prefill != decodes[0]
+        again = [generate(fast, n) for n in (9, 11)]
+        assert all(torch.equal(a, e) for a, e in zip(again, expected[1:], strict=True))
+    assert len(counting_backend) == 18
+    assert len(set(counting_backend)) == 3  # decode, prefill at 7, prefill dynamic after
+
+
+def test_the_prefill_compiles_the_decodes_knobs_without_cuda_graphs() -> None:
+    decode = CompileConfig(
+        mode="reduce-overhead", dynamic=False, fullgraph=True, precision={"autocast": "bfloat16"},
+        options={"triton.cudagraphs": True, "max_fusion_size": 32},
+    )  # fmt: skip
+    prefill = prefill_config(decode)
+    assert prefill == CompileConfig(
+        mode="default", dynamic=None, fullgraph=True, options={"max_fusion_size": 32},
+        precision={"autocast": "bfloat16"},
+    )  # fmt: skip
+    assert not _calls.uses_cuda_graphs(prefill)
+    assert prefill_config(CompileConfig(mode="max-autotune", dynamic=True)).mode == (
+        "max-autotune-no-cudagraphs"
+    )
+    assert prefill_config(CompileConfig(dynamic=True)).dynamic is True
+    plan = for_generate(decode, "compiled")
+    assert [p.config for p in plan.parts] == [prefill] and for_generate(plan) == plan
+    assert for_generate(decode).parts[0].config is None
+    with pytest.raises(ConfigError, match="prefill must be one of 'eager', 'compiled'"):
+        for_generate(decode, "static")

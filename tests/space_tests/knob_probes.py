@@ -226,6 +226,8 @@ LEVERS = {
     "forward saves fewer activations for the backward, and Inductor's code changes",
     "train.optimizer": "tests/runtime_tests/test_optimizer.py and tests/trials_tests/"
     "test_train.py: the optimizer step is traced (a graph of its own) and updates as eager",
+    "generate.prefill": "tests/runtime_tests/test_parts.py: generate() runs a prefill graph of "
+    "its own (and one more, dynamic, over a second prompt length) beside the decode graph",
     "openvino.INFERENCE_PRECISION_HINT": "tests/trials_tests/test_levers.py: bf16 moves the "
     "error from float32's to bf16's",
     "openvino.PERFORMANCE_HINT": "tests/runtime_tests/test_openvino_effect.py: the compiled "

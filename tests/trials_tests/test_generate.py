@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from autotune.records import RecordStore
-from autotune.runtime.config import CompileConfig
+from autotune.runtime.config import CompileConfig, for_generate
 from autotune.trials import MeasureSettings, TrialSpec
 
 pytest.importorskip("transformers")
@@ -64,12 +64,21 @@ def test_a_model_without_generate_is_a_model_error(runner, model_file):
     assert "has no generate() method" in result.error
 
 
-def test_a_search_ships_the_decode_config_with_the_prefill_eager(
+def test_a_compiled_prefill_runs_its_own_graphs_and_is_timed(runner, model_file):
+    plan = for_generate(CompileConfig(backend="aot_eager", dynamic=False), "compiled")
+    result = runner.run(spec(model_file("generate_llama"), plan))
+    assert result.status == "ok", result.error_tail
+    assert result.accuracy["tokens_equal"] == 1.0
+    # The decode graph, the prefill at 7 tokens, the prefill dynamic over lengths after it.
+    assert result.graphs >= 3 and result.generate["ttft_s"] > 0
+
+
+def test_a_search_ships_the_decode_config_with_the_prefill_it_chose(
     tmp_path, model_file, space_file, autotune_command
 ):
     argv = [
         "search", model_file("generate_llama"), "--workload", "generate", "--trials", "2",
-        "--space", space_file("aot_eager"), "--finalists", "0", "--device", "cpu",
+        "--space", space_file("aot_eager_generate"), "--finalists", "0", "--device", "cpu",
         "--measure-seconds", "0.2", "--study", "g",
         "--storage", f"sqlite:///{tmp_path}/autotune.db", "--out", str(tmp_path / "best.json"),
     ]  # fmt: skip
@@ -79,12 +88,16 @@ def test_a_search_ships_the_decode_config_with_the_prefill_eager(
     with RecordStore(f"sqlite:///{tmp_path}/autotune.db") as store:
         records = [r for r in store.trials("g") if r.duplicate_of is None]
     assert {r.status for r in records} == {"ok"}, done.stdout
+    compiled = [r for r in records if r.config.get("parts")]  # the preset's at least
+    assert compiled and all(
+        [p["config"]["backend"] for p in r.config["parts"]] == ["aot_eager"] for r in compiled
+    )
     best = json.loads((tmp_path / "best.json").read_text())
     assert best["workload"]["kind"] == "generate"
     if best["decision"] == "compile":
         assert best["schema_version"] == 2
-        assert best["config"]["parts"] == [{
-            "name": "prefill", "config": None,
-            "when": {"input": "input_ids", "dim": 1, "min": 2, "max": None},
-        }]  # fmt: skip
+        (part,) = best["config"]["parts"]
+        assert part["name"] == "prefill"
+        assert part["when"] == {"input": "input_ids", "dim": 1, "min": 2, "max": None}
+        assert part["config"] in (None, {**best["config"], "parts": [], "dynamic": None})
         assert best["metrics"]["decode_tokens_per_s"] > 0

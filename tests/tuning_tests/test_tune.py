@@ -148,3 +148,32 @@ def test_a_users_train_step_is_tuned_under_a_training_contract(tmp_path, monkeyp
     assert preset.units == "rows" and preset.units_per_s() > 0
     assert all("grad_cosine" in r.result["accuracy"] for r in ok)
     assert result.best.workload["kind"] == "train" and result.best.workload["units"] == "rows"
+
+
+def test_a_models_generate_is_tuned_and_the_plan_applied(tmp_path, monkeypatch):
+    """``workload="generate"``: a transformers model object and its requests, tuned as
+    ``autotune search --workload generate`` tunes a model file; the file applies to it."""
+    transformers = pytest.importorskip("transformers")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "kernels"))
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    llama = transformers.LlamaForCausalLM(config).eval()
+    llama.generation_config.cache_implementation = "static"
+    llama.generation_config.pad_token_id = 0
+    prompt = torch.randint(1, 64, (1, 7))
+    request = {"input_ids": prompt, "attention_mask": torch.ones_like(prompt),
+               "max_new_tokens": 4, "min_new_tokens": 4}  # fmt: skip
+    space = AOT_EAGER.with_name("aot_eager_generate.toml")
+    result = autotune.tune(llama, request, workload="generate", **{**FAST, "space": str(space)})
+    ok = [r for r in result.records if r.status == "ok" and r.duplicate_of is None]
+    assert all(r.result["accuracy"]["held_to"] == "tokens" for r in ok)
+    assert any(r.config.get("parts") for r in ok)  # a compiled prefill was measured
+    assert result.best.workload["kind"] == "generate"
+    with torch.no_grad():
+        expected = llama.generate(**request, do_sample=False)
+        fast = result.apply(llama)
+        assert torch.equal(fast.generate(**request, do_sample=False), expected)
