@@ -27,6 +27,7 @@ from autotune.records import (
 )
 from autotune.scoring import Objective, scored_trial
 from autotune.storage import (
+    COMBINATION_ATTR,
     PRESET_ATTR,
     PRIOR_ATTR,
     StudySettings,
@@ -83,10 +84,14 @@ class TrialRow:
 
     @property
     def label(self) -> str:
-        """``[eager]``, ``[default]``, ``#7``, or ``#3 preset NAME`` for a space preset."""
+        """``[eager]``, ``[default]``, ``#7``, ``#3 preset NAME`` for a space preset, or
+        ``#9 combination A & B`` for presets measured together."""
         if self.record is not None and self.record.baseline:
             return f"[{self.record.baseline}]"
-        preset = self.trial.user_attrs.get(PRESET_ATTR) if self.trial is not None else None
+        attrs = self.trial.user_attrs if self.trial is not None else {}
+        if attrs.get(COMBINATION_ATTR):
+            return f"#{self.number} combination {' & '.join(attrs[COMBINATION_ATTR])}"
+        preset = attrs.get(PRESET_ATTR)
         return f"#{self.number} preset {preset}" if preset else f"#{self.number}"
 
 

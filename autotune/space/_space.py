@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -137,6 +137,23 @@ class SearchSpace:
 
     def preset(self, name: str) -> _presets.Preset | None:
         return next((p for p in self.presets if p.name == name), None)
+
+    def combine(self, names: Sequence[str]) -> _presets.Preset | None:
+        """The presets named, as one (``"a & b"``): every knob each of them sets. None where
+        a name is no preset of this space, two of them set one knob apart (two modes), or a
+        knob one sets is off under another's (``freezing`` under the OpenVINO backend)."""
+        presets = [self.preset(name) for name in names]
+        values: dict[str, Any] = {}
+        for preset in presets:
+            if preset is None:
+                return None
+            for param, value in preset.values.items():
+                if param in values and values[param] != value:
+                    return None
+                values[param] = value
+        merged = _presets.Preset(" & ".join(names), values)
+        _, inactive = _presets.assign(merged, self._plan, self._context)
+        return None if inactive else merged
 
     def preset_config(self, preset: _presets.Preset) -> CompileConfig:
         """The configuration ``preset`` compiles, the whole model: exactly the knobs it names,

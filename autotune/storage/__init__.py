@@ -7,6 +7,7 @@ trials whose process died. The search loop (:mod:`autotune.study`) and the decis
 from autotune.storage._attrs import (
     BASELINE_ATTR,
     BATCH_ATTR,
+    COMBINATION_ATTR,
     CONSTRAINT_ATTR,
     KEY_ATTR,
     LEFT_ATTR,
@@ -55,8 +56,9 @@ from autotune.storage._stale import (
 )
 
 __all__ = [
-    "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "CHANGEABLE", "CONSTRAINT_ATTR",
-    "EAGER_HASH", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS", "METRIC_PREFIX", "PRESET_ATTR",
+    "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "CHANGEABLE", "COMBINATION_ATTR",
+    "CONSTRAINT_ATTR", "EAGER_HASH", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS", "METRIC_PREFIX",
+    "PRESET_ATTR",
     "PRIOR_ATTR", "SCOPE_ATTR", "STARTED_FROM_ATTR", "START_FROM_ATTR", "TELL_REFUSED",
     "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
     "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",

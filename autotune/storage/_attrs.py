@@ -10,6 +10,7 @@ KEY_ATTR = "autotune.key"  # what the trial measures: config hash (and batch siz
 SCOPE_ATTR = "autotune.scope"  # the scope candidate a trial compiles
 LEFT_ATTR = "autotune.left_to_torch"  # knobs not drawn: shown to change nothing on this model
 PRESET_ATTR = "autotune.preset"  # the space preset a trial measures
+COMBINATION_ATTR = "autotune.combination"  # [preset names]: presets that won, measured together
 WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that runs a trial
 METRIC_PREFIX = "autotune."  # the user attributes of metric_attrs
 CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible

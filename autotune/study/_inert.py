@@ -16,15 +16,24 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from autotune.records import TrialRecord
-from autotune.storage import BASELINE_ATTR, LEFT_ATTR, PRESET_ATTR, START_FROM_ATTR
+from autotune.storage import (
+    BASELINE_ATTR,
+    COMBINATION_ATTR,
+    LEFT_ATTR,
+    PRESET_ATTR,
+    START_FROM_ATTR,
+)
 
 COLLAPSING = ("inductor.", "dynamo.", "functorch.")
 
 
 def sampled(trial: Any) -> bool:
-    """Whether the sampler drew ``trial`` (an Optuna trial): not a baseline, a preset or a
-    config borrowed from an earlier study."""
-    return not any(a in trial.user_attrs for a in (BASELINE_ATTR, PRESET_ATTR, START_FROM_ATTR))
+    """Whether the sampler drew ``trial`` (an Optuna trial): not a baseline, a preset, a
+    combination of presets or a config borrowed from an earlier study."""
+    return not any(a in trial.user_attrs for a in _NOT_SAMPLED)
+
+
+_NOT_SAMPLED = (BASELINE_ATTR, PRESET_ATTR, COMBINATION_ATTR, START_FROM_ATTR)
 
 
 def sampled_params(trials: Iterable[Any]) -> dict[int, dict[str, Any]]:
@@ -69,7 +78,7 @@ def measured_leaving(
     left = sorted(inert)
     return len({
         recorded[t.number] for t in trials
-        if t.number in recorded and PRESET_ATTR not in t.user_attrs
+        if t.number in recorded and not {PRESET_ATTR, COMBINATION_ATTR} & set(t.user_attrs)
         and sorted(t.user_attrs.get(LEFT_ATTR, ())) == left
     })  # fmt: skip
 

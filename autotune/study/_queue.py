@@ -51,11 +51,26 @@ def run_queued(
         (pending_baselines, BASELINE_ATTR), (pending_presets, PRESET_ATTR),
     ]  # fmt: skip
     for pending, attr in waiting:
-        while pending(session) and not must_stop():
-            trial = session.ask()
-            if attr not in trial.user_attrs:
-                return trial
-            run(trial)
+        early = run_waiting(session, pending, attr, run, must_stop)
+        if early is not None:
+            return early
+    return None
+
+
+def run_waiting(
+    session: Session,
+    pending: Callable[[Session], object],
+    attr: str,
+    run: Callable[[optuna.Trial], object],
+    must_stop: Callable[[], bool],
+) -> optuna.Trial | None:
+    """Runs the waiting trials that carry ``attr`` while ``pending`` says some wait, until
+    ``must_stop``; returns a trial asked that carries none (another process took the last)."""
+    while pending(session) and not must_stop():
+        trial = session.ask()
+        if attr not in trial.user_attrs:
+            return trial
+        run(trial)
     return None
 
 

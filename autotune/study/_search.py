@@ -9,6 +9,7 @@ baselines and presets (``_queue``), the scope claim (``_scope_claim``), one tria
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import warnings
@@ -22,7 +23,8 @@ from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.scope import SCOPE_PARAM
-from autotune.storage import CONSTRAINT_ATTR
+from autotune.storage import COMBINATION_ATTR, CONSTRAINT_ATTR
+from autotune.study._combine import enqueue_combinations, pending_combinations
 from autotune.study._ends import Ended, space_spent
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
@@ -32,6 +34,7 @@ from autotune.study._queue import (
     enqueue_presets,
     pending_baselines,
     run_queued,
+    run_waiting,
     whole_model_failed,
 )
 from autotune.study._scope_claim import settle_scope_plan
@@ -126,10 +129,15 @@ class Search:
             )  # fmt: skip
         early: optuna.Trial | None = None  # a search trial asked before the scope plan is known
         try:
-            # The baselines, then the presets, before the scope probes (see run_queued).
-            early = run_queued(
-                self.session, lambda t: self.trials.run(self.runners[0], t), self._must_stop
-            )
+            # The baselines, then the presets and their winners' combinations, before the
+            # scope probes (see run_queued).
+            run = functools.partial(self.trials.run, self.runners[0])
+            early = run_queued(self.session, run, self._must_stop)
+            if early is None and not self._must_stop():  # then the winners together
+                enqueue_combinations(self.session)
+                early = run_waiting(
+                    self.session, pending_combinations, COMBINATION_ATTR, run, self._must_stop
+                )
             if not self._must_stop():
                 failed = whole_model_failed(self.session)
                 if failed:

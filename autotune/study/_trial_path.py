@@ -23,6 +23,7 @@ from autotune.storage import (
     ADAPTIVE_FLOOR_S,
     BASELINE_ATTR,
     BATCH_ATTR,
+    COMBINATION_ATTR,
     KEY_ATTR,
     LEFT_ATTR,
     PRESET_ATTR,
@@ -120,7 +121,9 @@ class TrialPath:
             )
             return None
         preset, borrowed = trial.user_attrs.get(PRESET_ATTR), trial.user_attrs.get(START_FROM_ATTR)
+        combined = trial.user_attrs.get(COMBINATION_ATTR)
         label = f"[{baseline}] " if baseline else (f"[preset {preset}] " if preset else "")
+        label = f"[combination {' & '.join(combined)}] " if combined else label
         label = f"[from {borrowed}] " if borrowed and not label else label
         self.events.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")
         reused = self._reuse(trial, key)
@@ -132,7 +135,7 @@ class TrialPath:
             cache = s.cache_dir
             before = self._prune_cache()
             spec = self._spec(config, batch, budget, trial.number)
-            if not (baseline or preset or borrowed):  # drawn by the sampler: screened
+            if sampled(trial):  # drawn by the sampler: screened
                 spec = self._screened(spec, batch)
             with heartbeat(s.study, trial), _phase_file(spec.progress_path):
                 result = runner.run(spec)
@@ -270,6 +273,8 @@ def config_for(
     if baseline == "default":
         return CompileConfig()
     preset = space.preset(str(trial.user_attrs.get(PRESET_ATTR)))
+    if COMBINATION_ATTR in trial.user_attrs:
+        preset = space.combine(list(trial.user_attrs[COMBINATION_ATTR]))
     if preset is not None:
         return space.preset_config(preset)
     if plan is None:

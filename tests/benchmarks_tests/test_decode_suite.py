@@ -21,7 +21,10 @@ import autotune  # noqa: E402
 def test_arguments_pick_variants_and_refuse_unknown_ones(capsys):
     args = ds.parse_args(["--device", "cpu"])
     assert args.variants.split(",") == ["eager", "hf", "default", "gpt-fast", "tuned"]
-    assert args.out.name == "decode_cpu.md" and args.config is None
+    assert args.out.name == "decode_cpu.md" and args.config is None and args.model == "llama"
+    gpt2 = ds.parse_args(["--device", "cpu", "--model", "gpt2"])
+    assert gpt2.out.name == "decode_cpu_gpt2.md"
+    assert ds.model_file("gpt2").model_config("cpu").n_layer == 6
     with pytest.raises(SystemExit):
         ds.parse_args(["--device", "cpu", "--variants", "eager,vllm"])
     assert "unknown variant(s) vllm" in capsys.readouterr().err
@@ -67,7 +70,8 @@ def test_the_tuned_config_compiles_its_own_graph_with_the_same_code():
 def test_the_report_gives_each_batch_against_eager_and_the_gpt_fast_recipe():
     machine = {"device": "cuda", "date": "d", "name": "GPU", "torch": "2.11", "triton": "3.6",
                "transformers": "5.24", "extra": "", "command": "c", "params_m": 111.0,
-               "new": 64, "out": "decode_cuda"}  # fmt: skip
+               "new": 64, "out": "decode_cuda", "model_file": "gpt2_generate.py",
+               "prompt": 32}  # fmt: skip
     row = dict(rounds=9, latency_s=0.1, ttft_ms=8.0, startup_s=5.0, startup_graphs=1,
                tokens_equal_to_eager=1.0, graphs_while_timed=0)  # fmt: skip
     rows = {
@@ -81,3 +85,4 @@ def test_the_report_gives_each_batch_against_eager_and_the_gpt_fast_recipe():
     assert "| tuned (autotune) | 720 | 720 | 3.60x | 1.20x |" in text
     assert "| transformers' own compile | transformers compiles by itself on CUDA only" in text
     assert "Emitted: `search failed`" in text
+    assert "Model: benchmarks/models/gpt2_generate.py sized for cuda (111 M" in text

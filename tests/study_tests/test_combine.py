@@ -1,0 +1,94 @@
+"""Combinations of the presets that win: queued once the presets have run, measured before
+the sampler draws, each the union of what its presets set."""
+
+from __future__ import annotations
+
+from autotune.reports import load_study_data
+from autotune.space import space_from_dict
+from autotune.storage._attrs import COMBINATION_ATTR, PRESET_ATTR
+from autotune.study import Search
+from autotune.study._combine import combinations
+from tests.study_tests.test_presets import ByPreset, _request
+
+
+def test_the_presets_that_beat_default_are_measured_together_before_sampling(
+    tmp_path, model_file, space_file
+):
+    runner, notes = ByPreset(), []
+    request = _request(tmp_path, model_file, space_file, trials=8)
+    search = Search(request, runner, on_note=notes.append)
+    search.run()
+
+    trials = search.session.study.get_trials()
+    order = [t.user_attrs.get(PRESET_ATTR) or t.user_attrs.get(COMBINATION_ATTR) for t in trials]
+    # eager, default (1.1x), the presets (mode 1.1x, freezing 1.5x, fusion 1.3x), then the two
+    # that beat default, together, before the first sampled trial
+    assert order[:6] == [
+        None, None, "max-autotune-no-cudagraphs", "freezing", "fusion", ["freezing", "fusion"],
+    ]  # fmt: skip
+    combined = runner.specs[5].config
+    assert combined["options"] == {"freezing": True, "max_fusion_size": 128}
+    assert combined["dynamic"] is True  # fusion's, beside freezing's
+    assert any(
+        "combinations: measuring freezing & fusion (presets faster than default compile: "
+        "freezing 1.36x, fusion 1.18x)" in n
+        for n in notes
+    ), notes
+    label = next(r.label for r in load_study_data(request.storage, "s").rows if r.number == 5)
+    assert label == "#5 combination freezing & fusion"
+
+    # a second run of the same study queues it no more
+    Search(request, ByPreset()).run()
+    again = [t for t in search.session.study.get_trials() if COMBINATION_ATTR in t.user_attrs]
+    assert len(again) == 1
+
+
+def test_a_small_budget_measures_no_combination_and_says_why(tmp_path, model_file, space_file):
+    notes: list[str] = []
+    request = _request(tmp_path, model_file, space_file, trials=3)
+    search = Search(request, ByPreset(), on_note=notes.append)
+    search.run()
+    assert not any(COMBINATION_ATTR in t.user_attrs for t in search.session.study.get_trials())
+    # with 3 trials one preset runs (half the budget): no two winners to combine
+    assert not any(n.startswith("combinations:") for n in notes)
+
+
+SPACE = {
+    "compile": {"mode": ["default", "max-autotune-no-cudagraphs", "reduce-overhead"]},
+    "inductor": {"freezing": [False, True], "max_fusion_size": [64, 128],
+                 "epilogue_fusion": [True, False]},
+    "presets": {
+        "max-autotune-no-cudagraphs+freezing": {
+            "compile.mode": "max-autotune-no-cudagraphs", "inductor.freezing": True,
+        },
+        "freezing": {"inductor.freezing": True},
+        "fusion": {"inductor.max_fusion_size": 128},
+        "no-epilogue": {"inductor.epilogue_fusion": False},
+    },
+}  # fmt: skip
+
+
+def test_combinations_are_the_pairs_and_the_union_most_promising_first():
+    space = space_from_dict(SPACE, "cpu")
+    won = [("freezing", 1.4), ("fusion", 1.2), ("no-epilogue", 1.1)]
+    chosen = combinations(space, won, limit=10)
+    assert [names for _, names in chosen] == [
+        ["freezing", "fusion", "no-epilogue"], ["freezing", "fusion"],
+        ["freezing", "no-epilogue"], ["fusion", "no-epilogue"],
+    ]  # fmt: skip
+    assert dict(chosen[0][0].values) == {
+        "inductor.freezing": True, "inductor.max_fusion_size": 128,
+        "inductor.epilogue_fusion": False,
+    }  # fmt: skip
+    assert len(combinations(space, won, limit=2)) == 2
+    assert combinations(space, won[:1], limit=10) == []
+    assert combinations(space, won, limit=0) == []
+
+
+def test_two_modes_do_not_combine_and_a_preset_is_not_measured_again():
+    space = space_from_dict(SPACE, "cpu")
+    won = [("max-autotune-no-cudagraphs", 1.3), ("reduce-overhead", 1.2), ("freezing", 1.1)]
+    chosen = combinations(space, won, limit=10)
+    # the two modes set compile.mode apart; max-autotune + freezing is a preset of the space
+    assert [names for _, names in chosen] == [["reduce-overhead", "freezing"]]
+    assert space.combine(["freezing", "no-such-preset"]) is None
