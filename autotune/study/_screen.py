@@ -1,12 +1,14 @@
 """Screening spends a study's seconds where configurations can differ.
 
-Two rules, both for the configurations the sampler draws (baselines, presets and start-from
-configs are always timed in full, since the decision compares the others with them):
+Three rules for the configurations the sampler draws; the first also for presets and their
+combinations (baselines and start-from configs are always timed in full, and presets and
+combinations time any new code in full, since the decision compares the others with them):
 
 - **Same code, one timing.** A trial whose generated code is identical to a trial already
   measured (see autotune.trials._code) is compiled, checked against eager, and not timed: it
   takes that trial's measurement, is recorded as its equivalent, and Optuna is told the same
-  value. It still counts toward ``--trials``: it compiled.
+  value. It still counts toward ``--trials``: it compiled. A preset that generates default
+  compile's code (``max-autotune-no-cudagraphs`` on the CPUs here) costs its compile only.
 - **Successive halving.** Once the best trial so far is known, a trial times a first stage of
   a quarter of ``--measure-seconds`` (at least ten rounds), and goes on to the full timing
   only if its median speedup so far reaches the best's lower quartile: only the trials within

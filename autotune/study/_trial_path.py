@@ -137,6 +137,8 @@ class TrialPath:
             spec = self._spec(config, batch, budget, trial.number)
             if sampled(trial):  # drawn by the sampler: screened
                 spec = self._screened(spec, batch)
+            elif not (baseline or borrowed):  # a preset or a combination: same code, one timing
+                spec = self._same_code(spec, batch)
             with heartbeat(s.study, trial), _phase_file(spec.progress_path):
                 result = runner.run(spec)
             if result.equivalent_of is not None:
@@ -208,6 +210,13 @@ class TrialPath:
             known_code=known_code(records, batch),
             measure=dataclasses.replace(spec.measure, stop_below=below, screen_seconds=screen),
         )
+
+    def _same_code(self, spec: TrialSpec, batch: int | None) -> TrialSpec:
+        """A preset or a combination of presets skips timing code the study already timed
+        (on the CPUs here, ``max-autotune-no-cudagraphs`` generates default compile's code);
+        whatever code is new it times in full."""
+        records = self.session.db(self.session.records.trials, self.session.name)
+        return dataclasses.replace(spec, known_code=known_code(records, batch))
 
     def _timing_of(self, number: int, result: TrialResult, trial: int) -> TrialResult | None:
         """The steady state of trial ``number``, which ran the same code as ``result``; None
