@@ -35,8 +35,11 @@ from autotune.storage import (
 from autotune.study import Session, local_device_name, local_settings
 from autotune.trials import TrialResult, TrialRunner
 
-# A finalist run takes about its search trial's wall time, cold compiles and finer timing on top.
-_RUN_ESTIMATE_FACTOR = 2.0
+# A finalist run takes about its search trial's wall time, cold compiles and finer timing on
+# top: 1.23x in the CPU decode suite's study (a round of 4 finalists ran 362 s where 2.0x
+# estimated 588 s), and the levers suite's rounds ran about 30% under 2.0x (issue 45). At 2.0x
+# a round that fits was skipped; 1.5x covers both with room.
+_RUN_ESTIMATE_FACTOR = 1.5
 FINALISTS_CLAIM = "finalists"
 
 
