@@ -1,14 +1,16 @@
 """The decode suite: ``generate()`` with a static KV cache, eager against Hugging Face's own
 compile, the gpt-fast recipe and autotune's tuned config, timed side by side in one process.
 
-    python benchmarks/decode_suite.py [--device cuda] [--batches 1,8] [--new 64]
-        [--trials 6] [--search-args '...'] [--seconds 20] [--out results/decode_DEVICE.md]
+    python benchmarks/decode_suite.py [--model llama|gpt2] [--device cuda] [--batches 1,8]
+        [--new 64] [--trials 6] [--search-args '...'] [--seconds 20]
+        [--out results/decode_DEVICE.md]
 
-First a real ``autotune search --workload generate`` of benchmarks/models/llama_generate.py
-(``generate()`` of 64 new tokens at batch 1, greedy; the searched config compiles the decode
-steps, the prefill eager). Then, in this process, per variant a fresh Llama of the same seed and
-size, generating greedily from a 32-token prompt ``--new`` tokens per sequence at each batch
-size:
+First a real ``autotune search --workload generate`` of the model's file,
+benchmarks/models/llama_generate.py (a Llama-style decoder with grouped-query attention) or
+gpt2_generate.py (GPT-2-style) (``generate()`` of 64 new tokens at batch 1, greedy; the searched
+config compiles the decode steps, and the prefill eager or compiled as the search chose). Then,
+in this process, per variant a fresh model of the same seed and size, generating greedily from
+a 32-token prompt ``--new`` tokens per sequence at each batch size:
 
 - eager: ``generation_config.disable_compile = True`` (on CUDA, transformers 5 compiles the
   decode step by itself when the cache is static);
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import shlex
@@ -58,9 +61,7 @@ import autotune
 from autotune._atomic import write_text
 
 HERE = Path(__file__).resolve().parent
-MODEL_FILE = HERE / "models" / "llama_generate.py"
-sys.path.insert(0, str(MODEL_FILE.parent))
-import llama_decode  # noqa: E402  (the decoder's config and sizes)
+MODELS = {name: HERE / "models" / f"{name}_generate.py" for name in ("llama", "gpt2")}
 
 EAGER, HF, DEFAULT, GPTFAST, TUNED = (
     "eager", "transformers' own compile", "default torch.compile", "reduce-overhead + fullgraph",
@@ -76,19 +77,22 @@ def sync(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def fresh_llama(device: str) -> Any:
+def model_file(name: str) -> Any:
+    """The model file's module (``get_model``, ``PROMPT``)."""
+    path = MODELS[name]
+    spec = importlib.util.spec_from_file_location(f"decode_suite_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fresh_model(module: Any, device: str) -> Any:
+    """The model file's model, seeded, eval, transformers' own compile off."""
     torch.manual_seed(SEED)
-    llama = llama_decode.LlamaForCausalLM(llama_decode.llama_config(device)).to(device).eval()
-    llama.generation_config.cache_implementation = "static"
-    llama.generation_config.disable_compile = True
-    llama.generation_config.pad_token_id = 0
-    return llama
-
-
-def params_m(device: str) -> float:
-    with torch.device("meta"):
-        llama = llama_decode.LlamaForCausalLM(llama_decode.llama_config(device))
-    return sum(p.numel() for p in llama.parameters()) / 1e6
+    model = module.get_model(device).eval()
+    model.generation_config.disable_compile = True
+    return model
 
 
 def own_graph(config: Any) -> Any:
@@ -129,9 +133,9 @@ def decode_only(llama: Any, compiled: Callable[..., Any]) -> None:
     llama.forward = forward
 
 
-def build(label: str, device: str, tuned: Any) -> Any:
-    """A fresh Llama set up as the variant runs it."""
-    llama = fresh_llama(device)
+def build(label: str, module: Any, device: str, tuned: Any) -> Any:
+    """A fresh model set up as the variant runs it."""
+    llama = fresh_model(module, device)
     if label == HF:
         llama.generation_config.disable_compile = False
     elif label == DEFAULT:  # Hugging Face's documented static-cache compile, default mode
@@ -149,8 +153,7 @@ def generator(llama: Any, prompt: torch.Tensor, device: str) -> Callable[[int], 
         with torch.no_grad():
             out = llama.generate(
                 prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new,
-                min_new_tokens=new, do_sample=False,
-                max_length=None,
+                min_new_tokens=new, do_sample=False, max_length=None,
             )  # fmt: skip
         sync(device)
         return out
@@ -163,12 +166,12 @@ def graphs() -> int:
 
 
 def measure_batch(
-    batch: int, labels: list[str], args: argparse.Namespace, tuned: Any
+    batch: int, labels: list[str], args: argparse.Namespace, tuned: Any, module: Any
 ) -> dict[str, dict[str, Any]]:
     device = args.device
-    vocab = llama_decode.llama_config(device).vocab_size
+    vocab = module.model_config(device).vocab_size
     prompt = torch.randint(
-        0, vocab, (batch, llama_decode.PROMPT), generator=torch.Generator().manual_seed(5)
+        0, vocab, (batch, module.PROMPT), generator=torch.Generator().manual_seed(5)
     ).to(device)
     gens, rows, reference = {}, {}, None
     for label in labels:
@@ -178,7 +181,7 @@ def measure_batch(
             row["error"] = "transformers compiles by itself on CUDA only: not run"
             continue
         try:
-            llama = build(label, device, tuned)
+            llama = build(label, module, device, tuned)
             gen = generator(llama, prompt, device)
             before, started = graphs(), time.perf_counter()
             out = gen(args.new)
@@ -242,7 +245,8 @@ def run_search(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     best.parent.mkdir(parents=True, exist_ok=True)
     db.unlink(missing_ok=True)
     command = [
-        sys.executable, "-m", "autotune.cli", "search", str(MODEL_FILE), "--device", args.device,
+        sys.executable, "-m", "autotune.cli", "search", str(MODELS[args.model]), "--device",
+        args.device,
         "--space", args.device.split(":")[0], "--trials", str(args.trials), "--workload",
         "generate", "--study", "decode",
         "--storage", f"sqlite:///{db}", "--out", str(best), "--cache-dir",
@@ -277,8 +281,8 @@ def report(machine: dict[str, Any], search: dict[str, Any], batches: dict[int, A
         f"{machine['triton']}, transformers {machine['transformers']}; {machine['extra']}. "
         f"Command: `{machine['command']}`.",
         "",
-        f"Model: benchmarks/models/llama_generate.py sized for {machine['device']} "
-        f"({machine['params_m']:.0f} M parameters, fp32), a {llama_decode.PROMPT}-token prompt, "
+        f"Model: benchmarks/models/{machine['model_file']} sized for {machine['device']} "
+        f"({machine['params_m']:.0f} M parameters, fp32), a {machine['prompt']}-token prompt, "
         f"{machine['new']} new tokens per sequence, greedy, static cache.",
         "",
         f"Search ({search['wall_s']:.0f} s, exit {search['exit']}): `{search['command']}`. "
@@ -324,6 +328,7 @@ def report(machine: dict[str, Any], search: dict[str, Any], batches: dict[int, A
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="llama")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--new", type=int, default=64, help="new tokens per sequence")
@@ -336,7 +341,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if unknown := set(args.variants.split(",")) - set(VARIANTS):
         parser.error(f"unknown variant(s) {', '.join(sorted(unknown))}")
-    args.out = args.out or HERE / "results" / f"decode_{args.device.split(':')[0]}.md"
+    model = "" if args.model == "llama" else f"_{args.model}"
+    args.out = args.out or HERE / "results" / f"decode_{args.device.split(':')[0]}{model}.md"
     return args
 
 
@@ -344,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import transformers
 
+    module = model_file(args.model)
+    with torch.device("meta"):
+        shape = transformers.AutoModelForCausalLM.from_config(module.model_config(args.device))
+    params_m = sum(p.numel() for p in shape.parameters()) / 1e6
     try:
         import triton
 
@@ -361,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": args.device, "name": device_name(args.device), "torch": torch.__version__,
         "triton": triton_version, "transformers": transformers.__version__, "extra": extra,
         "command": shlex.join(["python", *sys.argv]), "new": args.new, "out": args.out.stem,
-        "params_m": params_m(args.device),
+        "params_m": params_m, "model_file": MODELS[args.model].name, "prompt": module.PROMPT,
     }  # fmt: skip
     # Every variant compiles the same code objects in this one process: room for all of them.
     torch._dynamo.config.recompile_limit = 64
@@ -377,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = {}
     for batch in (int(b) for b in args.batches.split(",")):
         print(f"# batch {batch}", flush=True)
-        batches[batch] = measure_batch(batch, labels, args, tuned)
+        batches[batch] = measure_batch(batch, labels, args, tuned, module)
         # Written after every batch size: a run cut short keeps what it measured.
         text = report(machine, search, batches)
         raw = {"machine": machine, "search": {k: v for k, v in search.items() if k != "best"},

@@ -21,8 +21,13 @@ NEW = 64
 BATCH = int(os.environ.get("DECODE_BATCH", "1"))
 
 
+def model_config(device):
+    """The decoder's config for a device (llama_decode's)."""
+    return llama_config(device)
+
+
 def get_model(device):
-    model = LlamaForCausalLM(llama_config(device)).to(device)
+    model = LlamaForCausalLM(model_config(device)).to(device)
     model.generation_config.cache_implementation = "static"
     model.generation_config.max_length = MAX_CACHE
     model.generation_config.pad_token_id = 0
@@ -30,7 +35,7 @@ def get_model(device):
 
 
 def get_inputs(device):
-    vocab = llama_config(device).vocab_size
+    vocab = model_config(device).vocab_size
     prompt = torch.randint(0, vocab, (BATCH, PROMPT), device=device)
     return {"input_ids": prompt, "attention_mask": torch.ones_like(prompt),
             "max_new_tokens": NEW, "min_new_tokens": NEW}  # fmt: skip
