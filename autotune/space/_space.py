@@ -155,6 +155,21 @@ class SearchSpace:
         _, inactive = _presets.assign(merged, self._plan, self._context)
         return None if inactive else merged
 
+    def preset_params(
+        self, preset: _presets.Preset
+    ) -> tuple[dict[str, Any], dict[str, optuna.distributions.BaseDistribution]]:
+        """The Optuna params (and their distributions) of ``preset`` as the sampler would have
+        drawn it: every active knob at the value the preset gives it, the mode's or torch's
+        where it names none (see :func:`autotune.space._presets.assign`)."""
+        import optuna
+
+        values, _ = _presets.assign(preset, self._plan, self._context)
+        fixed = optuna.trial.FixedTrial(values)
+        for knob in self._plan.order:
+            if knob.param in values:
+                knob.draw(fixed)  # type: ignore[arg-type]
+        return dict(fixed.params), dict(fixed.distributions)
+
     def preset_config(self, preset: _presets.Preset) -> CompileConfig:
         """The configuration ``preset`` compiles, the whole model: exactly the knobs it names,
         everything else as torch (and the preset's mode) leaves it, as a user trying it by

@@ -13,7 +13,9 @@ from autotune.storage._attrs import (
     LEFT_ATTR,
     METRIC_PREFIX,
     PRESET_ATTR,
+    PRESETS_TOLD_ATTR,
     PRIOR_ATTR,
+    PRIOR_OF_ATTR,
     SCOPE_ATTR,
     START_FROM_ATTR,
     STARTED_FROM_ATTR,
@@ -58,7 +60,7 @@ from autotune.storage._stale import (
 __all__ = [
     "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "CHANGEABLE", "COMBINATION_ATTR",
     "CONSTRAINT_ATTR", "EAGER_HASH", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS", "METRIC_PREFIX",
-    "PRESET_ATTR",
+    "PRESET_ATTR", "PRESETS_TOLD_ATTR", "PRIOR_OF_ATTR",
     "PRIOR_ATTR", "SCOPE_ATTR", "STARTED_FROM_ATTR", "START_FROM_ATTR", "TELL_REFUSED",
     "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
     "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",

@@ -15,7 +15,9 @@ WORKER_ATTR = "autotune.worker"  # the autotune_workers id of the process that r
 METRIC_PREFIX = "autotune."  # the user attributes of metric_attrs
 CONSTRAINT_ATTR = "autotune.constraint"  # [violation]: > 0 means infeasible
 START_FROM_ATTR = "autotune.start_from"  # "STUDY#N": a queued config of an earlier study
-PRIOR_ATTR = "autotune.prior"  # an earlier study's result told to the sampler, not measured here
+PRIOR_ATTR = "autotune.prior"  # a result told to the sampler as a prior, not a trial measured
+PRIOR_OF_ATTR = "autotune.prior_of"  # the preset or combination trial a prior tells of
 
 # On the study
 STARTED_FROM_ATTR = "autotune.started_from"  # queued once
+PRESETS_TOLD_ATTR = "autotune.presets_told"  # presets and combinations told to the sampler

@@ -8,23 +8,38 @@ AMX Xeon's levers suite (issue 45) bf16 autocast + freezing beat the best single
 model. A combination is a tuned config like a sampled one (the decision holds it to the best
 preset), measured once per study, in the queue after the presets, and counts against
 ``--trials``: at most a quarter of them go to combinations.
+
+Then the sampler is told what the presets and combinations measured: each becomes a prior
+(Optuna ``add_trial``, the user attribute ``autotune.prior``) with the params the sampler would
+have drawn for it, so that TPE starts from where the levers won rather than from random draws.
+A prior is no record of the study and counts against no budget.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Sequence
 
+import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.space import SearchSpace
 from autotune.space._presets import Preset
-from autotune.storage import COMBINATION_ATTR, PRESET_ATTR
+from autotune.storage import (
+    COMBINATION_ATTR,
+    PRESET_ATTR,
+    PRESETS_TOLD_ATTR,
+    PRIOR_ATTR,
+    PRIOR_OF_ATTR,
+)
 from autotune.study._queue import whole_model_trials
 from autotune.study._session import Session
 
-__all__ = ["combinations", "enqueue_combinations", "pending_combinations", "winners"]
+__all__ = [
+    "combinations", "enqueue_combinations", "pending_combinations", "tell_sampler", "winners",
+]  # fmt: skip
 
 
 def winners(session: Session, trials: list[FrozenTrial]) -> list[tuple[str, float]] | None:
@@ -109,3 +124,50 @@ def enqueue_combinations(session: Session) -> None:
         session.events.on_note(
             f"combinations: not measured, {why} (presets faster than default compile: {faster})"
         )
+
+
+def tell_sampler(session: Session) -> int:
+    """Tells the sampler what every preset and combination measured, as priors, once per
+    study and once none of them waits or runs; returns how many were told. A study with more
+    than one objective (``--pareto``) is told nothing, as with ``--start-from``; nor is a
+    preset whose config the space's params cannot express."""
+    study = session.study
+    if len(study.directions) != 1 or PRESETS_TOLD_ATTR in study.user_attrs:
+        return 0
+    trials = session.db(lambda: study.get_trials(deepcopy=False))
+    fixed = [t for t in trials if {PRESET_ATTR, COMBINATION_ATTR} & set(t.user_attrs)]
+    if not fixed or any(not t.state.is_finished() for t in fixed):
+        return 0
+    records = {r.trial_number: r for r in session.db(session.records.trials, session.name)}
+    priors = []
+    for t in fixed:
+        record = records.get(t.number)
+        names = t.user_attrs.get(COMBINATION_ATTR)
+        preset = (
+            session.space.combine(list(names)) if names
+            else session.space.preset(str(t.user_attrs[PRESET_ATTR]))
+        )  # fmt: skip
+        if record is None or record.duplicate_of is not None or preset is None:
+            continue
+        params, distributions = session.space.preset_params(preset)
+        # told only where the params say the config measured: a space that does not offer a
+        # value the preset leaves to torch (dynamic "auto") cannot say it
+        if params and session.space.config_from_params(params) == session.space.preset_config(
+            preset
+        ):
+            priors.append(optuna.trial.create_trial(
+                params=params, distributions=distributions,
+                value=session.objective.score(record) or 0.0,
+                user_attrs={PRIOR_ATTR: True, PRIOR_OF_ATTR: t.number},
+            ))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        for prior in priors:
+            session.db(study.add_trial, prior)
+    session.db(study.set_user_attr, PRESETS_TOLD_ATTR, len(priors))
+    if priors:
+        session.events.on_note(
+            f"the sampler is told what {len(priors)} presets and combinations measured (priors: "
+            "no trials of the study, no budget)"
+        )
+    return len(priors)

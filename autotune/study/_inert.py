@@ -21,6 +21,7 @@ from autotune.storage import (
     COMBINATION_ATTR,
     LEFT_ATTR,
     PRESET_ATTR,
+    PRIOR_ATTR,
     START_FROM_ATTR,
 )
 
@@ -29,11 +30,11 @@ COLLAPSING = ("inductor.", "dynamo.", "functorch.")
 
 def sampled(trial: Any) -> bool:
     """Whether the sampler drew ``trial`` (an Optuna trial): not a baseline, a preset, a
-    combination of presets or a config borrowed from an earlier study."""
+    combination of presets, a config borrowed from an earlier study or a prior."""
     return not any(a in trial.user_attrs for a in _NOT_SAMPLED)
 
 
-_NOT_SAMPLED = (BASELINE_ATTR, PRESET_ATTR, COMBINATION_ATTR, START_FROM_ATTR)
+_NOT_SAMPLED = (BASELINE_ATTR, PRESET_ATTR, COMBINATION_ATTR, START_FROM_ATTR, PRIOR_ATTR)
 
 
 def sampled_params(trials: Iterable[Any]) -> dict[int, dict[str, Any]]:

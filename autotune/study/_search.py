@@ -24,7 +24,7 @@ from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.scope import SCOPE_PARAM
 from autotune.storage import COMBINATION_ATTR, CONSTRAINT_ATTR
-from autotune.study._combine import enqueue_combinations, pending_combinations
+from autotune.study._combine import enqueue_combinations, pending_combinations, tell_sampler
 from autotune.study._ends import Ended, space_spent
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
@@ -138,6 +138,7 @@ class Search:
                 early = run_waiting(
                     self.session, pending_combinations, COMBINATION_ATTR, run, self._must_stop
                 )
+                tell_sampler(self.session)
             if not self._must_stop():
                 failed = whole_model_failed(self.session)
                 if failed:
@@ -169,6 +170,9 @@ class Search:
                 if self._budget_met():
                     self.ended = Ended.BUDGET_MET
                     return
+                # Where another process ran the last preset: the combinations, then the priors.
+                enqueue_combinations(self.session)
+                tell_sampler(self.session)
                 trial = self.session.ask()
             self.trials.run(runner, trial)
 

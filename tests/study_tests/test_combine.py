@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from autotune.reports import load_study_data
 from autotune.space import space_from_dict
-from autotune.storage._attrs import COMBINATION_ATTR, PRESET_ATTR
+from autotune.storage._attrs import (
+    COMBINATION_ATTR,
+    PRESET_ATTR,
+    PRESETS_TOLD_ATTR,
+    PRIOR_ATTR,
+    PRIOR_OF_ATTR,
+)
 from autotune.study import Search
 from autotune.study._combine import combinations
 from tests.study_tests.test_presets import ByPreset, _request
@@ -92,3 +98,33 @@ def test_two_modes_do_not_combine_and_a_preset_is_not_measured_again():
     # the two modes set compile.mode apart; max-autotune + freezing is a preset of the space
     assert [names for _, names in chosen] == [["reduce-overhead", "freezing"]]
     assert space.combine(["freezing", "no-such-preset"]) is None
+
+
+def test_the_sampler_is_told_each_preset_and_combination_as_a_prior(
+    tmp_path, model_file, space_file
+):
+    notes: list[str] = []
+    request = _request(tmp_path, model_file, space_file, trials=8)
+    search = Search(request, ByPreset(), on_note=notes.append)
+    search.run()
+    study = search.session.study
+    priors = [t for t in study.get_trials() if PRIOR_ATTR in t.user_attrs]
+    # The fusion preset (#4) and the combination (#5), with the params the sampler would have
+    # drawn; the mode (#2) and freezing (#3) presets leave dynamic to torch ("auto"), which
+    # this space does not offer: their params could not say what they measured.
+    assert sorted(t.user_attrs[PRIOR_OF_ATTR] for t in priors) == [4, 5]
+    by_of = {t.user_attrs[PRIOR_OF_ATTR]: t for t in priors}
+    assert by_of[5].params == {
+        "compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
+        "inductor.max_fusion_size": 128,
+    }  # fmt: skip
+    assert by_of[4].params["inductor.freezing"] is False
+    # valued as the study's own trials are: the objective's score of each record
+    trials = {t.number: t for t in study.get_trials()}
+    assert all(by_of[n].value == trials[n].value for n in (4, 5))
+    assert study.user_attrs[PRESETS_TOLD_ATTR] == 2
+    assert any("the sampler is told what 2 presets and combinations measured" in n for n in notes)
+    # priors are no trials of the study: the budget and the reports leave them out
+    rows = load_study_data(request.storage, "s").rows
+    assert all(PRIOR_ATTR not in (r.trial.user_attrs if r.trial else {}) for r in rows)
+    assert sum(r.record is not None and r.record.baseline is None for r in rows) >= 8

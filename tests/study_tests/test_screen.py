@@ -12,7 +12,7 @@ from autotune.records import RecordStore, TrialRecord
 from autotune.reports import terminal
 from autotune.space import load_space
 from autotune.storage import StudySettings, candidates
-from autotune.storage._attrs import BASELINE_ATTR, PRESET_ATTR
+from autotune.storage._attrs import BASELINE_ATTR, PRESET_ATTR, PRIOR_ATTR
 from autotune.study import Search, SearchRequest
 from autotune.study._screen import known_code, stop_below
 from autotune.trials import TrialResult, TrialSpec
@@ -108,7 +108,7 @@ def test_baselines_are_timed_in_full_and_presets_time_only_new_code(
     kinds = [  # in the order run; a config already measured is not run again
         "fixed" if t.user_attrs.get(BASELINE_ATTR) or t.user_attrs.get(PRESET_ATTR) else "sampled"
         for t in sorted(search.session.study.get_trials(), key=lambda t: t.number)
-        if t.number not in reused
+        if t.number not in reused and PRIOR_ATTR not in t.user_attrs  # priors: told, not run
     ]
     assert len(kinds) == len(runner.specs)
     for kind, spec in zip(kinds, runner.specs, strict=True):
