@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -34,11 +34,12 @@ from autotune.storage import (
     PRIOR_ATTR,
     PRIOR_OF_ATTR,
 )
-from autotune.study._queue import whole_model_trials
+from autotune.study._queue import run_waiting, whole_model_trials
 from autotune.study._session import Session
 
 __all__ = [
-    "combinations", "enqueue_combinations", "pending_combinations", "tell_sampler", "winners",
+    "combinations", "combine_and_tell", "enqueue_combinations", "pending_combinations",
+    "run_combinations", "tell_sampler", "winners",
 ]  # fmt: skip
 
 
@@ -171,3 +172,23 @@ def tell_sampler(session: Session) -> int:
             "no trials of the study, no budget)"
         )
     return len(priors)
+
+
+def run_combinations(
+    session: Session, run: Callable[[optuna.Trial], object], must_stop: Callable[[], bool]
+) -> optuna.Trial | None:
+    """After the presets: queues the winners' combinations, runs them until ``must_stop``, then
+    tells the sampler; returns a trial asked that was none of them (for the caller to run)."""
+    if must_stop():
+        return None
+    enqueue_combinations(session)
+    early = run_waiting(session, pending_combinations, COMBINATION_ATTR, run, must_stop)
+    tell_sampler(session)
+    return early
+
+
+def combine_and_tell(session: Session) -> None:
+    """Both steps, each once per study, for a process that asks its next trial while another
+    process ran the last preset or combination."""
+    enqueue_combinations(session)
+    tell_sampler(session)

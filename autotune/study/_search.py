@@ -23,8 +23,8 @@ from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.scope import SCOPE_PARAM
-from autotune.storage import COMBINATION_ATTR, CONSTRAINT_ATTR
-from autotune.study._combine import enqueue_combinations, pending_combinations, tell_sampler
+from autotune.storage import CONSTRAINT_ATTR
+from autotune.study._combine import combine_and_tell, run_combinations
 from autotune.study._ends import Ended, space_spent
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
@@ -34,7 +34,6 @@ from autotune.study._queue import (
     enqueue_presets,
     pending_baselines,
     run_queued,
-    run_waiting,
     whole_model_failed,
 )
 from autotune.study._scope_claim import settle_scope_plan
@@ -129,16 +128,10 @@ class Search:
             )  # fmt: skip
         early: optuna.Trial | None = None  # a search trial asked before the scope plan is known
         try:
-            # The baselines, then the presets and their winners' combinations, before the
-            # scope probes (see run_queued).
+            # Baselines, presets, then the winners combined: before the scope probes.
             run = functools.partial(self.trials.run, self.runners[0])
             early = run_queued(self.session, run, self._must_stop)
-            if early is None and not self._must_stop():  # then the winners together
-                enqueue_combinations(self.session)
-                early = run_waiting(
-                    self.session, pending_combinations, COMBINATION_ATTR, run, self._must_stop
-                )
-                tell_sampler(self.session)
+            early = early or run_combinations(self.session, run, self._must_stop)
             if not self._must_stop():
                 failed = whole_model_failed(self.session)
                 if failed:
@@ -170,9 +163,7 @@ class Search:
                 if self._budget_met():
                     self.ended = Ended.BUDGET_MET
                     return
-                # Where another process ran the last preset: the combinations, then the priors.
-                enqueue_combinations(self.session)
-                tell_sampler(self.session)
+                combine_and_tell(self.session)  # where another process ran the last preset
                 trial = self.session.ask()
             self.trials.run(runner, trial)
 

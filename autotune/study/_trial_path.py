@@ -120,12 +120,8 @@ class TrialPath:
                 "reach the database; it is left to the retry that process queued"
             )
             return None
-        preset, borrowed = trial.user_attrs.get(PRESET_ATTR), trial.user_attrs.get(START_FROM_ATTR)
-        combined = trial.user_attrs.get(COMBINATION_ATTR)
-        label = f"[{baseline}] " if baseline else (f"[preset {preset}] " if preset else "")
-        label = f"[combination {' & '.join(combined)}] " if combined else label
-        label = f"[from {borrowed}] " if borrowed and not label else label
-        self.events.on_phase("trial", f"#{trial.number} {label}{_brief(config)}")
+        borrowed = trial.user_attrs.get(START_FROM_ATTR)
+        self.events.on_phase("trial", f"#{trial.number} {_label(trial)}{_brief(config)}")
         reused = self._reuse(trial, key)
         if reused is not None:
             (result, duplicate_of), ran = reused, None
@@ -135,10 +131,8 @@ class TrialPath:
             cache = s.cache_dir
             before = self._prune_cache()
             spec = self._spec(config, batch, budget, trial.number)
-            if sampled(trial):  # drawn by the sampler: screened
-                spec = self._screened(spec, batch)
-            elif not (baseline or borrowed):  # a preset or a combination: same code, one timing
-                spec = self._same_code(spec, batch)
+            if not (baseline or borrowed):  # drawn, a preset or a combination: screened
+                spec = self._screened(spec, batch, sampled(trial))
             with heartbeat(s.study, trial), _phase_file(spec.progress_path):
                 result = runner.run(spec)
             if result.equivalent_of is not None:
@@ -197,26 +191,21 @@ class TrialPath:
                 time.sleep(POLL_S)
             self.session.recover_stale()
 
-    def _screened(self, spec: TrialSpec, batch: int | None) -> TrialSpec:
-        """A sampled trial skips timing code the study already timed, times a short first
-        stage and goes on only within reach of the best so far, and stops timing early when
-        clearly slower than it (see autotune.study._screen)."""
+    def _screened(self, spec: TrialSpec, batch: int | None, drawn: bool) -> TrialSpec:
+        """A trial skips timing code the study already timed (a preset that generates default
+        compile's code, say); one the sampler ``drawn`` also times a short first stage and
+        goes on only within reach of the best so far, and stops timing early when clearly
+        slower than it (see autotune.study._screen)."""
         s = self.session
         records = s.db(s.records.trials, s.name)
-        below = stop_below(records, s.settings.objective, batch) if s.settings.prune else None
+        prune = s.settings.prune and drawn
+        below = stop_below(records, s.settings.objective, batch) if prune else None
         screen = screen_seconds(spec.measure) if below is not None else None
         return dataclasses.replace(
             spec,
             known_code=known_code(records, batch),
             measure=dataclasses.replace(spec.measure, stop_below=below, screen_seconds=screen),
         )
-
-    def _same_code(self, spec: TrialSpec, batch: int | None) -> TrialSpec:
-        """A preset or a combination of presets skips timing code the study already timed
-        (on the CPUs here, ``max-autotune-no-cudagraphs`` generates default compile's code);
-        whatever code is new it times in full."""
-        records = self.session.db(self.session.records.trials, self.session.name)
-        return dataclasses.replace(spec, known_code=known_code(records, batch))
 
     def _timing_of(self, number: int, result: TrialResult, trial: int) -> TrialResult | None:
         """The steady state of trial ``number``, which ran the same code as ``result``; None
@@ -257,6 +246,19 @@ class TrialPath:
             return spec
         path = os.path.join(self.events.phase_dir, f"trial-{number}.phase")
         return dataclasses.replace(spec, progress_path=path)
+
+
+def _label(trial: optuna.Trial) -> str:
+    """``[default] ``, ``[preset NAME] ``, ``[combination A & B] ``, ``[from STUDY#N] `` or
+    nothing (drawn by the sampler): what a trial line says the trial is."""
+    attrs = trial.user_attrs
+    if attrs.get(BASELINE_ATTR):
+        return f"[{attrs[BASELINE_ATTR]}] "
+    if attrs.get(PRESET_ATTR):
+        return f"[preset {attrs[PRESET_ATTR]}] "
+    if attrs.get(COMBINATION_ATTR):
+        return f"[combination {' & '.join(attrs[COMBINATION_ATTR])}] "
+    return f"[from {attrs[START_FROM_ATTR]}] " if attrs.get(START_FROM_ATTR) else ""
 
 
 def batch_for(trial: optuna.Trial, settings: StudySettings) -> int | None:
