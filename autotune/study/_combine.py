@@ -25,8 +25,7 @@ from collections.abc import Callable, Sequence
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.space import SearchSpace
-from autotune.space._presets import Preset
+from autotune.space import Preset, SearchSpace
 from autotune.storage import (
     COMBINATION_ATTR,
     PRESET_ATTR,
