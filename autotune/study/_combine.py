@@ -20,7 +20,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -38,7 +39,7 @@ from autotune.study._session import Session
 
 __all__ = [
     "combinations", "combine_and_tell", "enqueue_combinations", "pending_combinations",
-    "run_combinations", "tell_sampler", "winners",
+    "preset_of", "run_combinations", "tell_sampler", "winners",
 ]  # fmt: skip
 
 
@@ -89,6 +90,14 @@ def combinations(
             known.append(dict(merged.values))
             out.append((merged, names))
     return out[:limit]
+
+
+def preset_of(space: SearchSpace, attrs: Mapping[str, Any]) -> Preset | None:
+    """The preset a trial measures (its ``autotune.preset``), or the presets it combines as
+    one (its ``autotune.combination``); None for any other trial."""
+    if COMBINATION_ATTR in attrs:
+        return space.combine(list(attrs[COMBINATION_ATTR]))
+    return space.preset(str(attrs[PRESET_ATTR])) if PRESET_ATTR in attrs else None
 
 
 def pending_combinations(session: Session) -> int:
@@ -142,11 +151,7 @@ def tell_sampler(session: Session) -> int:
     priors = []
     for t in fixed:
         record = records.get(t.number)
-        names = t.user_attrs.get(COMBINATION_ATTR)
-        preset = (
-            session.space.combine(list(names)) if names
-            else session.space.preset(str(t.user_attrs[PRESET_ATTR]))
-        )  # fmt: skip
+        preset = preset_of(session.space, t.user_attrs)
         if record is None or record.duplicate_of is not None or preset is None:
             continue
         params, distributions = session.space.preset_params(preset)

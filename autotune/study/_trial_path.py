@@ -37,6 +37,7 @@ from autotune.storage import (
     trial_key,
 )
 from autotune.study._cache import cache_bytes, prune
+from autotune.study._combine import preset_of
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
 from autotune.study._inert import describe, inert_in, sampled
@@ -283,9 +284,7 @@ def config_for(
         return None
     if baseline == "default":
         return CompileConfig()
-    preset = space.preset(str(trial.user_attrs.get(PRESET_ATTR)))
-    if COMBINATION_ATTR in trial.user_attrs:
-        preset = space.combine(list(trial.user_attrs[COMBINATION_ATTR]))
+    preset = preset_of(space, trial.user_attrs)
     if preset is not None:
         return space.preset_config(preset)
     if plan is None:
