@@ -277,6 +277,13 @@ def _file(
             "accuracy": settings.accuracy,
             # what units_per_s counts (the model file's units(inputs)), if it counts any
             "units": record.units if record is not None else None,
+            # the recorded traffic it was measured on (--traffic: shapes and weights), which
+            # verify measures it on again; a model file's get_traffic says its own
+            **({"traffic": settings.traffic} if settings.traffic else {}),
+            # the distinct shapes it was measured on, which apply(..., warmup="plan") compiles
+            **(
+                {"warmup": result["warmup"]} if config is not None and result.get("warmup") else {}
+            ),
         },
         source={
             "study": study,
@@ -310,6 +317,10 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
     # the generate workload's: time to first token and the decode rate, the config's and eager's
     generation = r.result.get("generate") or {}
     metrics.update({k: v for k, v in generation.items() if isinstance(v, (int, float))})
+    # a traffic mix's: the weighted mean and tail per request, the config's and eager's, and
+    # the start-up that compiles every shape it brings (traffic_mean_s, traffic_p99_s, ...)
+    traffic = r.traffic or {}
+    metrics.update({f"traffic_{k}": v for k, v in traffic.items() if isinstance(v, (int, float))})
     return metrics
 
 

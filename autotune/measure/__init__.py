@@ -22,6 +22,12 @@ if TYPE_CHECKING:
         training_errors,
         workload_problems,
     )
+    from autotune.measure._traffic import (
+        PERCENTILES,
+        RequestTiming,
+        traffic_summary,
+        weighted_quantile,
+    )
     from autotune.measure.accuracy import (
         TOLERANCES,
         AccuracyReport,
@@ -41,15 +47,16 @@ _NAMES = {
     "compare_outputs": "accuracy", "tolerance_for": "accuracy",
     "peak_memory_bytes": "memory", "reset_peak_memory": "memory",
     "Stats": "timing", "Timing": "timing", "interleaved_timing": "timing",
-    "time_first_call": "timing",
+    "time_first_call": "timing", "PERCENTILES": "_traffic", "RequestTiming": "_traffic",
+    "traffic_summary": "_traffic", "weighted_quantile": "_traffic",
 }  # fmt: skip
 
 __all__ = [
-    "INFERENCE_METRICS", "TOLERANCES", "TRAINING_METRICS", "AccuracyReport", "Contract",
-    "ContractError", "Stats", "Timing", "Verdict", "clone_outputs", "compare_outputs",
-    "interleaved_timing", "parse_contract", "peak_memory_bytes", "report_errors",
-    "reset_peak_memory", "time_first_call", "tolerance_for", "training_errors",
-    "workload_problems",
+    "INFERENCE_METRICS", "PERCENTILES", "TOLERANCES", "TRAINING_METRICS", "AccuracyReport",
+    "Contract", "ContractError", "RequestTiming", "Stats", "Timing", "Verdict", "clone_outputs",
+    "compare_outputs", "interleaved_timing", "parse_contract", "peak_memory_bytes",
+    "report_errors", "reset_peak_memory", "time_first_call", "tolerance_for", "traffic_summary",
+    "training_errors", "weighted_quantile", "workload_problems",
 ]  # fmt: skip
 
 

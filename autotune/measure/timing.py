@@ -25,11 +25,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from autotune.measure._device import resolve, synchronize
+from autotune.measure._traffic import RequestTiming, WeightedTimer
 
 T = TypeVar("T")
 Fn = Callable[[], object]
@@ -108,6 +109,7 @@ class Timing:
         rounds: Timed rounds (each holds one sample of each function).
         stopped_early: Rounds stopped at ``stop_below``: the median ratio is known to be below
             it, and known no better than that.
+        requests: With a traffic mix, each request's share and median calls; else empty.
     """
 
     compiled: Stats
@@ -116,6 +118,7 @@ class Timing:
     calls_per_sample: int
     rounds: int
     stopped_early: bool = False
+    requests: tuple[RequestTiming, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,8 +169,8 @@ class _CudaTimer:
 
 
 def interleaved_timing(
-    eager_fn: Fn,
-    compiled_fn: Fn,
+    eager_fn: Callable[..., object],
+    compiled_fn: Callable[..., object],
     device: str | torch.device,
     *,
     warmup: int = 3,
@@ -179,6 +182,7 @@ def interleaved_timing(
     max_seconds: float | None = None,
     stop_below: float | None = None,
     screen_seconds: float | None = None,
+    requests: Sequence[tuple[Any, float]] | None = None,
 ) -> Timing:
     """Time ``eager_fn`` against ``compiled_fn`` in interleaved rounds.
 
@@ -204,6 +208,12 @@ def interleaved_timing(
     within reach stops there (``Timing.stopped_early``). The check is made once, at the end of
     that first stage; the confidence rule above holds before and after it.
 
+    With ``requests`` (a traffic mix: each request with its weight), ``eager_fn`` and
+    ``compiled_fn`` take one request, and a sample times each request on its own (the
+    calibrated calls of it): the sample is the traffic's weighted mean, so the times and the
+    ratio are per request of the traffic, and ``Timing.requests`` holds each request's median
+    calls (:mod:`autotune.measure._traffic`).
+
     On CUDA, a 256 MB buffer for the L2 flushes is allocated: read peak memory before timing,
     or reset it after.
 
@@ -223,6 +233,8 @@ def interleaved_timing(
         stop_below: A median ratio that, once known to be out of reach, ends the rounds.
         screen_seconds: With ``stop_below``, the first stage's seconds of rounds: a median
             below ``stop_below`` at its end ends the rounds.
+        requests: A traffic mix, ``(request, weight)`` pairs, or None for functions of no
+            arguments.
 
     Returns:
         The per-call times of both functions and their per-round ratios.
@@ -237,11 +249,17 @@ def interleaved_timing(
     _check_plan(plan, warmup)
     resolved = resolve(device)
     timer: _Timer = _CudaTimer(resolved) if resolved.type == "cuda" else _CpuTimer()
-    fns = (eager_fn, compiled_fn)
+    fns: tuple[Fn, Fn] = (eager_fn, compiled_fn)
+    weighted = None
+    if requests is not None:
+        timer = weighted = WeightedTimer(timer, requests)
+        fns = weighted.sweeps(eager_fn, compiled_fn)
     _warm_up(fns, warmup, resolved, deadline)
     with _gc_paused():
         min_sample = _MIN_SAMPLE_SECONDS[resolved.type]
         calls, round_estimate = _calibrate(timer, fns, min_sample, deadline)
+        if weighted is not None:
+            weighted.recording = True
         pairs, stopped = _run_rounds(timer, fns, calls, plan, round_estimate)
     return Timing(
         compiled=Stats.from_samples([compiled / calls for _, compiled in pairs]),
@@ -250,6 +268,7 @@ def interleaved_timing(
         calls_per_sample=calls,
         rounds=len(pairs),
         stopped_early=stopped,
+        requests=weighted.requests() if weighted is not None else (),
     )
 
 

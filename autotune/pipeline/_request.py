@@ -25,7 +25,13 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     from autotune.storage import StudySettings
     from autotune.study import model_sha256, triton_version
     from autotune.trials import MeasureSettings
-    from autotune.workload import load_model_file, require_batch_size
+    from autotune.workload import (
+        has_traffic,
+        load_model_file,
+        padding_of,
+        read_trace,
+        require_batch_size,
+    )
 
     max_latency_s = args.max_latency_ms / 1e3 if args.max_latency_ms else None
     batch_sizes = list(args.batch_sizes) if args.batch_sizes else None
@@ -33,13 +39,18 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     pareto = _pareto_axes(args)
     model = Path(args.model).resolve()
     module = load_model_file(model)
-    if batch_sizes:
+    traffic = read_trace(args.traffic) if args.traffic else None
+    if traffic is not None or has_traffic(module):
+        _check_traffic(args, module)
+    elif batch_sizes:
         require_batch_size(module)
     device = resolve_device(args.device, remedy=NO_CUDA)
     scope, notes = _scope(args, module)
+    padding = padding_of(module) if args.workload == "infer" else None
     space = load_space(
         args.space or device.split(":")[0],
         device,
+        padding=padding,
         workload=args.workload,
         allow_numerics_changes=args.allow_numerics_changes or args.accuracy is not None,
         accuracy_contract=args.accuracy is not None,
@@ -74,6 +85,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         model_sha256=model_sha256(model),
         triton_version=triton_version(),
         accuracy=args.accuracy,
+        traffic=traffic,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     given = frozenset(SETTINGS_OF[name] for name in args.given if name in SETTINGS_OF)
@@ -91,6 +103,39 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         allow_version_mismatch=args.allow_version_mismatch,
         allow_unsafe_knobs=space.unsafe_knobs, notes=notes,
     )  # fmt: skip
+
+
+def _check_traffic(args: SearchOptions, module: Any) -> None:
+    """A traffic mix (``get_traffic``, or a trace ``--traffic`` names) is timed request by
+    request for inference: the train and generate workloads time their own loops, and the
+    mix's requests say their shapes, so no batch size is searched over them."""
+    from autotune.errors import UsageError
+    from autotune.workload import REQUEST, TRAFFIC, has_traffic
+
+    given = f"--traffic {args.traffic}" if args.traffic else f"{TRAFFIC} in {module.__file__}"
+    if args.traffic and has_traffic(module):
+        raise UsageError(
+            f"Two traffic mixes: --traffic {args.traffic} and {TRAFFIC} in {module.__file__}; a "
+            "study times one. Drop --traffic to time the file's, or get_traffic to time the "
+            "trace's."
+        )
+    if args.traffic and not callable(getattr(module, REQUEST, None)):
+        raise UsageError(
+            f"--traffic {args.traffic} names request shapes, which the model file "
+            f"{module.__file__} must build: define {REQUEST}(device, **shape) -> the inputs "
+            "of one request of that shape (the trace's columns, but count, are its arguments)."
+        )
+    if args.workload != "infer":
+        raise UsageError(
+            f"A traffic mix ({given}) is timed request by request for the infer workload; got "
+            f"--workload {args.workload}. Drop --workload, or time a train or generate study "
+            "on get_inputs(device)."
+        )
+    if args.batch_sizes:
+        raise UsageError(
+            f"A traffic mix ({given}) says each request's batch size, so --batch-sizes "
+            f"{','.join(map(str, args.batch_sizes))} has nothing to search; drop --batch-sizes."
+        )
 
 
 def _scope(args: SearchOptions, module: Any) -> tuple[str, tuple[str, ...]]:

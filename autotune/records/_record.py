@@ -64,6 +64,14 @@ class TrialRecord(TrialFigures):
         return list(self.result.get("per_shape") or [])
 
     @property
+    def traffic(self) -> dict[str, Any] | None:
+        """Over a traffic mix (``get_traffic``), its weighted figures: ``mean_s``, ``p50_s``,
+        ``p95_s``, ``p99_s``, their ``eager_`` twins, ``requests`` and ``startup_s``; None
+        otherwise."""
+        value = self.result.get("traffic")
+        return dict(value) if isinstance(value, dict) else None
+
+    @property
     def pruned(self) -> bool:
         """Whether timing stopped early: the trial was clearly slower than the best so far."""
         return bool(self.result.get("pruned"))

@@ -62,6 +62,7 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
              "config": p.config.brief() if p.config is not None else None}
             for p in config.parts
         ]  # fmt: skip
+        facts["shapes"] = dict(config.shapes)
     facts["signature"] = _signature(best)
     facts["cache"] = _artifact(best, best.cache, path, here is not None)
     facts["aot"] = _artifact(best, best.aot, path, here is not None)
@@ -171,6 +172,7 @@ def _how(facts: dict[str, Any]) -> list[str]:
         + (" (a graph break is an error)" if c["fullgraph"] else "")
         + f", dynamic={c['dynamic']} ({_DYNAMIC.get(c['dynamic'], '?')})"
     )
+    lines += _shape_plan(facts.get("shapes") or {}, facts["workload"])
     if not facts["knobs"]:
         lines.append("Knobs: none beyond the mode's preset.")
         return lines
@@ -191,6 +193,35 @@ def _how(facts: dict[str, Any]) -> list[str]:
             "into the compiled code; load them before it (later in-place changes are not seen)."
         )
     return lines
+
+
+def _shape_plan(shapes: dict[str, Any], workload: dict[str, Any]) -> list[str]:
+    """What the config's shape plan does around each call (none: nothing)."""
+    if not shapes:
+        return []
+    inputs = ", ".join(
+        f"{name} (dim {spec['dim']}, pad {spec['value']!r})"
+        for name, spec in shapes.get("inputs", {}).items()
+    )
+    outputs = ", ".join(
+        f"{k or 'the output'} (dim {d})" for k, d in shapes.get("outputs", {}).items()
+    )
+    plan = str(shapes.get("plan"))
+    if plan == "marked":
+        how = f"the dimensions of {inputs} marked dynamic on every call: one dynamic graph"
+    else:
+        bucket = "the next power of two" if plan == "pad-pow2" else f"a multiple of {plan[4:]}"
+        how = (
+            f"{inputs} padded to {bucket}, compiled static (a graph per bucket), "
+            f"{outputs or 'no output'} cut back to the request's length"
+        )
+    shapes_seen = len(workload.get("warmup") or [])
+    warm = (
+        f'; warmup="plan" compiles the {shapes_seen} shapes it was measured on'
+        if shapes_seen
+        else ""
+    )
+    return [f"Shape plan {plan}: {how}{warm}."]
 
 
 def _workload(facts: dict[str, Any]) -> list[str]:

@@ -21,7 +21,7 @@ _CONFIG_MIN_WIDTH = 30
 def render(data: StudyData, width: int = 160) -> str:
     """The whole report, lines at most ``width`` characters wide (the config column is cut
     to fit; ``autotune export`` has every config in full)."""
-    tables = [trial_table(data.rows, width), shape_table(data.rows)]  # cut, never wrapped
+    tables = [trial_table(data.rows, width), shape_table(data.rows), traffic_table(data.rows)]
     prose = [finalists(data), pareto(data), decision(data), failures(data), scope(data),
              importance(data), no_effect(data)]  # fmt: skip
     sections = [fit(header(data), width), *tables, *(fit(p, width) for p in prose)]
@@ -193,8 +193,9 @@ def trial_cells(row: TrialRow) -> list[str]:
 
 
 def shape_table(rows: Sequence[TrialRow]) -> str:
-    """Latency per input shape, for studies over a shape distribution."""
-    shaped = [(row, row.record.per_shape) for row in rows if row.record]
+    """Latency per input shape, for studies over a shape distribution (a traffic mix has
+    :func:`traffic_table`)."""
+    shaped = [(row, row.record.per_shape) for row in rows if row.record and not row.record.traffic]
     shaped = [(row, shapes) for row, shapes in shaped if shapes]
     if not shaped:
         return ""
@@ -209,6 +210,31 @@ def shape_table(rows: Sequence[TrialRow]) -> str:
             for s in shapes
         ]
         lines.append("  " + f"{row.label:<9}" + "".join(f"{c:>20}" for c in cells))
+    return "\n".join(lines)
+
+
+def traffic_table(rows: Sequence[TrialRow]) -> str:
+    """For a study over a traffic mix: each trial's weighted mean latency per request and its
+    p50/p95/p99, beside eager's, and its start-up (the first call of every request, which
+    compiles every shape the traffic brings)."""
+    mixed = [(row, row.record.traffic) for row in rows if row.record and row.record.traffic]
+    if not mixed:
+        return ""
+    count = int(mixed[0][1].get("requests") or 0)
+    lines = [f"Latency per request of the traffic ({count} requests, weighted), and start-up"]
+    names = ("mean", "p50", "p95", "p99")
+    head = f"  {'trial':<9}" + "".join(f"{n:>10}" for n in names)
+    lines.append(head + f"{'eager p99':>11}{'p99 gain':>10}{'start-up':>10}")
+    for row, t in mixed:
+        p99, eager_p99 = t.get("p99_s"), t.get("eager_p99_s")
+        eager = row.record is not None and row.record.baseline == "eager"  # timed against itself
+        gain = eager_p99 / p99 if p99 and eager_p99 and not eager else None
+        startup = t.get("startup_s")
+        cells = "".join(f"{ms(t.get(f'{n}_s')):>10}" for n in names)
+        lines.append(
+            f"  {row.label:<9}{cells}{ms(eager_p99):>11}{times(gain, 2):>10}"
+            + f"{'-' if startup is None else f'{startup:.1f}s':>10}"
+        )
     return "\n".join(lines)
 
 

@@ -173,11 +173,18 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
 def claimed(best: BestConfig) -> str:
     """The winner's figures: ``12.3ms vs eager 30.2ms: 2.30x eager, 1.00x default ...``."""
     m = best.metric
-    return (
+    said = (
         f"{_ms(m('latency_median_s'))} vs eager {_ms(m('eager_latency_median_s'))}: "
         f"{_x(m('speedup_vs_eager'))} eager, {_x(m('speedup_vs_default'))} default "
         f"torch.compile, compile {m('compile_time_s') or 0:.1f}s"
     )
+    if m("traffic_p99_s") is not None:
+        said += (
+            f"; per request of the traffic p50 {_ms(m('traffic_p50_s'))}, p99 "
+            f"{_ms(m('traffic_p99_s'))} (eager {_ms(m('traffic_eager_p99_s'))}), start-up "
+            f"{m('traffic_startup_s') or 0:.1f}s"
+        )
+    return said
 
 
 def _x(value: float | int | None) -> str:

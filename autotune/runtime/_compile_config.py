@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.runtime._schema import compile_problems, scope_problems, when_problems
+from autotune.runtime._shape_rules import pads
 
 # What each torch.compile mode expands to (torch._inductor.list_mode_options); only used to keep
 # `brief()` short, never to compile.
@@ -170,6 +171,11 @@ class CompileConfig:
             call by its rule: ``generate()``'s decode steps apart from its prefill. The rest
             of this config applies to the calls no part takes. With parts, every config
             compiles the whole model, in place. Empty: one config for every call.
+        shapes: The shape plan around every call of the model (:mod:`autotune.runtime.shapes`):
+            ``plan`` (``"marked"``, ``"pad-pow2"``, ``"pad-64"``, ...) and the padding
+            declaration it applies (``inputs``, ``outputs``). A plan that pads compiles with
+            ``dynamic=False``: one graph per bucket. Empty: calls reach the compiled code as
+            they come.
     """
 
     backend: str = "inductor"
@@ -183,6 +189,7 @@ class CompileConfig:
     functorch: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
     parts: tuple[Part, ...] = ()
+    shapes: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         raw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -196,6 +203,7 @@ class CompileConfig:
         object.__setattr__(self, "precision", _json_copy(self.precision))
         object.__setattr__(self, "functorch", _json_copy(self.functorch))
         object.__setattr__(self, "train", _json_copy(self.train))
+        object.__setattr__(self, "shapes", _json_copy(self.shapes))
         if isinstance(self.scope, Mapping):
             object.__setattr__(self, "scope", _build_scope(self.scope))
 
@@ -223,6 +231,8 @@ class CompileConfig:
             d["train"] = {k: self.train[k] for k in sorted(self.train)}
         if self.parts:
             d["parts"] = [p.to_dict() for p in self.parts]
+        if self.shapes:
+            d["shapes"] = _json_copy(self.shapes)
         return d
 
     @property
@@ -268,6 +278,8 @@ class CompileConfig:
             parts.append(f"matmul={self.precision['matmul']}")
         if "optimizer" in self.train:
             parts.append(f"optimizer={self.train['optimizer']}")
+        if "plan" in self.shapes:
+            parts.append(f"shapes={self.shapes['plan']}")
         parts += [part.brief() for part in self.parts]
         return " ".join(parts)
 
@@ -275,7 +287,8 @@ class CompileConfig:
         """Keyword arguments for ``torch.compile``; never ``mode`` (options already hold it)."""
         kwargs: dict[str, Any] = {
             "backend": self.backend,
-            "dynamic": self.dynamic,
+            # a plan that pads shows the compiled code a few static shapes: a graph per bucket
+            "dynamic": False if pads(self.shapes) else self.dynamic,
             "fullgraph": self.fullgraph,
         }
         if self.backend == "inductor" and self.options:

@@ -13,9 +13,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autotune.runtime._shape_rules import shapes_problems
+
 COMPILE_KEYS = (
     "backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "functorch", "scope",
-    "precision", "train", "parts",
+    "precision", "train", "parts", "shapes",
 )  # fmt: skip
 # A part: calls of the model that compile with a config of their own, chosen by a rule on the
 # size of one dimension of one input (`when`); `config` null runs them eager.
@@ -163,6 +165,8 @@ def compile_problems(d: Any, where: str) -> list[str]:
         problems += _choice_problems(d["train"], TRAIN_VALUES, f"{where}.train", "as eager")
     if "parts" in d:
         problems += parts_problems(d["parts"], d.get("scope"), f"{where}.parts")
+    if "shapes" in d and d["shapes"] != {}:  # empty: no plan
+        problems += shapes_problems(d["shapes"], f"{where}.shapes")
     return problems
 
 

@@ -7,7 +7,6 @@ import functools
 import itertools
 import logging
 import os
-import time
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
@@ -33,6 +32,7 @@ from autotune.runtime.fingerprint import (
     model_fingerprint,
 )
 from autotune.runtime.knobs import check_config
+from autotune.runtime.shapes import plan_root, plan_warmup, warm_up
 
 __all__ = ["apply", "check_config", "compile_module", "load", "warm_up"]
 
@@ -96,7 +96,10 @@ def apply(
         warmup: Inputs to call the compiled model with before returning, so that it compiles
             now and not on the first request a server takes: one call's inputs (a tensor, a
             tuple of positional arguments, or a dict of keyword arguments), or a list of
-            such, one call each (e.g. one per input shape the server will see). Calls run in
+            such, one call each (e.g. one per input shape the server will see); or
+            ``"plan"``: one call of each shape the search measured (the file's
+            ``workload.warmup``; tensors of ones), so that every bucket of a shape plan
+            compiles before traffic. Calls run in
             the caller's grad mode: apply inside the same ``torch.no_grad()`` or
             ``torch.inference_mode()`` the server uses, or the first request recompiles. The
             time it took is logged on the ``autotune`` logger (INFO).
@@ -167,6 +170,8 @@ def apply(
     if best is not None and best.cache and cache is not False:
         _load_cache(best, config, cache, _model_device(model), strict)
     compiled = _compile_scope(model, compile_config, in_place=True)  # checked above
+    if warmup == "plan":
+        warmup = plan_warmup(best.workload if best else {}, _model_device(model))
     if warmup is not None:
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
@@ -263,23 +268,6 @@ def _load_cache(best: BestConfig, config: Any, cache: Any, device: str, strict: 
         )
 
 
-def warm_up(model: torch.nn.Module, inputs: Any) -> tuple[int, float]:
-    """Calls ``model`` with each of ``inputs`` (see :func:`apply`'s ``warmup``) and waits for
-    the device; returns the number of calls and the seconds they took."""
-    calls = inputs if isinstance(inputs, list) else [inputs]
-    started = time.perf_counter()
-    for call in calls:
-        if isinstance(call, tuple):
-            model(*call)
-        elif isinstance(call, Mapping):
-            model(**call)
-        else:
-            model(call)
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-    return len(calls), time.perf_counter() - started
-
-
 def compile_module(
     model: torch.nn.Module,
     config: CompileConfig,
@@ -314,10 +302,13 @@ def _compile_scope(
         _replace(model, path, torch.compiler.disable(_child(model, path)))
     if scope.compile == ("",):  # a config with parts compiles in place wherever it can
         in_place = (in_place or bool(config.parts)) and _own_forward(model)
-        return _compile_one(model, config, in_place=in_place)
-    for path in scope.compile:
-        _replace(model, path, _compile_one(_child(model, path), config))
-    return model
+        compiled = _compile_one(model, config, in_place=in_place)
+    else:
+        for path in scope.compile:
+            _replace(model, path, _compile_one(_child(model, path), config))
+        compiled = model
+    # the shape plan runs around the model's calls, outside every compiled region
+    return plan_root(model, compiled, config.shapes) if config.shapes else compiled
 
 
 def _resolve(

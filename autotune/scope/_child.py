@@ -36,7 +36,12 @@ class ScopeAnalysisError(UsageError):
 
 
 def analyze_model_file(
-    model_path: str, device: str, *, seed: int = 0, budget_s: float = 600.0
+    model_path: str,
+    device: str,
+    *,
+    seed: int = 0,
+    budget_s: float = 600.0,
+    traffic: list[dict[str, Any]] | None = None,
 ) -> ModelTree:
     """Builds the model of a model file in a child process and analyzes it there.
 
@@ -44,7 +49,7 @@ def analyze_model_file(
         ScopeAnalysisError: The model file, the model's eager run or the process failed, or
             it outlived ``budget_s``; the message carries the reason.
     """
-    spec = {"model_path": model_path, "device": device, "seed": seed}
+    spec = {"model_path": model_path, "device": device, "seed": seed, "traffic": traffic}
     with _scratch.scratch_dir("scope-") as folder:
         (folder / "spec.json").write_text(json.dumps(spec))
         rc = _spawn(folder, budget_s)
@@ -123,7 +128,9 @@ def main(argv: list[str]) -> int:
     os._exit(0)
 
 
-def _analyze(model_path: str, device: str, seed: int) -> ModelTree:
+def _analyze(
+    model_path: str, device: str, seed: int, traffic: list[dict[str, Any]] | None
+) -> ModelTree:
     import torch
 
     from autotune.scope._analysis import analyze_module
@@ -133,7 +140,7 @@ def _analyze(model_path: str, device: str, seed: int) -> ModelTree:
     torch.manual_seed(seed)
     model = build_model(module, device).eval()
     torch.manual_seed(seed)
-    calls = build_calls(module, device)
+    calls = build_calls(module, device, None, traffic)
     with torch.no_grad():
         return analyze_module(model, lambda: [model(*c.args, **c.kwargs) for c in calls], device)
 

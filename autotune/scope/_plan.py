@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from autotune._deadline import Deadline
 from autotune.scope._candidates import ScopePlan, build_plan
@@ -22,6 +23,7 @@ def plan_scopes(
     measure: MeasureSettings = PROBE_MEASURE,
     cache_dir: str | None = None,
     workload: str = "infer",
+    traffic: list[dict[str, Any]] | None = None,
     on_probe: Callable[[ProbeResult], None] = lambda result: None,
     on_target: Callable[[str], None] = lambda name: None,
     deadline: Deadline = Deadline(),  # noqa: B008 - frozen
@@ -45,6 +47,8 @@ def plan_scopes(
         cache_dir: Kernel cache of the probe trials (``TrialSpec.cache_dir``).
         workload: ``infer``, or ``train``: each probe then runs training steps, so a part
             whose backward fails to compile is caught by its probe too.
+        traffic: A recorded traffic's shapes and weights (``--traffic``): the analysis and
+            the probes run its requests.
         on_probe: Called with each probe result as it comes (progress lines).
         on_target: Called with each part (``unit head``, ``block Layer``) as its probe starts.
         deadline: The command's timeout: no probe starts after it, and none runs past it.
@@ -59,13 +63,22 @@ def plan_scopes(
     deadline.check("before the scope analysis")
     try:
         tree = analyze_model_file(
-            model_path, device, seed=seed, budget_s=deadline.budget(budget_s)
+            model_path, device, seed=seed, budget_s=deadline.budget(budget_s), traffic=traffic
         )
     except ScopeAnalysisError:
         deadline.check("during the scope analysis")
         raise
     prober = Prober(
-        model_path, device, runner, backend, budget_s, seed, measure, cache_dir, workload
+        model_path,
+        device,
+        runner,
+        backend,
+        budget_s,
+        seed,
+        measure,
+        cache_dir,
+        workload,
+        traffic,
     )
     probes = []
     for target in probe_targets(tree):

@@ -131,6 +131,7 @@ class Prober:
     measure: MeasureSettings = PROBE_MEASURE
     cache_dir: str | None = None
     workload: str = DEFAULT["workload"]  # "train": a probe runs training steps, backward too
+    traffic: list[dict[str, Any]] | None = None  # a recorded traffic's shapes (--traffic)
 
     def spec(self, path: str, budget_s: float | None = None) -> TrialSpec:
         """The trial that compiles ``path`` alone, the rest of the model staying eager."""
@@ -144,6 +145,7 @@ class Prober:
             budget_s=self.budget_s if budget_s is None else budget_s,
             measure=self.measure,
             cache_dir=self.cache_dir,
+            traffic=self.traffic,
         )
 
     def probe(self, target: ProbeTarget, deadline: Deadline = Deadline()) -> ProbeResult:  # noqa: B008

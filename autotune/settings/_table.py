@@ -244,6 +244,21 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "--traffic",
+        field="traffic",
+        stored="shapes",
+        metavar="FILE",
+        in_tune=False,
+        elsewhere=("autotune.tune takes the requests themselves, traffic=[(inputs, weight), ...]"),
+        help=(
+            "a recorded traffic trace, CSV or Parquet: a count column and one column per "
+            "argument of the model file's get_request(device, **shape); each shape is a "
+            "request timed on its own, and the study ranks by the traffic's weighted mean "
+            "latency, recording its p50/p95/p99 (a model file's get_traffic(device) says "
+            "the same in code)"
+        ),
+    ),
+    Option(
         "--max-latency-ms",
         field="max_latency_s",
         kind="positive_float",

@@ -41,7 +41,9 @@ def main(
     module = load_model_file(model_path)
     torch.manual_seed(int(best.workload.get("seed") or 0))
     model = build_model(module, device).eval()
-    calls = build_calls(module, device, best.workload.get("batch_size"))
+    calls = build_calls(
+        module, device, best.workload.get("batch_size"), best.workload.get("traffic")
+    )
     if cache == "1":
         with torch.no_grad():
             apply(model, best, check_environment=False, cache=False,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.runtime import knobs as torch_knobs
+from autotune.runtime.shapes import padding_problems
 from autotune.space import _graph, _levers, _presets, _unsafe
 from autotune.space._knob import Knob, did_you_mean, parse_knob
 from autotune.space._validate import (
@@ -27,6 +28,7 @@ TOP_KEYS = (
     "remove",
     "allow_numerics_changes",
     "accuracy_contract",
+    "padding",
     "presets",
     _unsafe.KEY,
 )
@@ -66,7 +68,8 @@ def build(
     declared_knobs = knobs  # presets may name a backend left out here
     if builtin:
         knobs = _offered_backends(knobs, out.notes, workload)
-    context = make_context(device, workload, knobs, contract)
+    padding = raw.get("padding") is not None
+    context = make_context(device, workload, knobs, contract, padding)
     allowed = allow_numerics or raw.get("allow_numerics_changes") is True
     for knob in knobs:
         possible = _graph.static_value(knob, context) is not False
@@ -75,6 +78,12 @@ def build(
         out.problems += found
         searched = possible and (allowed or not knob.numerics)
         out.notes += knob_notes(knob, device) if searched else []
+        if knob.param == "shapes.plan" and possible and not padding:
+            out.problems.append(
+                "shapes.plan applies the model's padding declaration, and this study has none: "
+                'offer it with when = "padding" (a model file\'s PADDING, or '
+                "autotune.tune(padding=...), declares it)"
+            )
     unsafe, out.unsafe_knobs = _unsafe.problems(
         [k for k in knobs if k.param not in broken], opted, vouched, torch_knobs.declared_type
     )
@@ -143,7 +152,7 @@ def _usable_presets(
 
 
 def make_context(
-    device: str, workload: str, knobs: list[Knob], contract: bool = False
+    device: str, workload: str, knobs: list[Knob], contract: bool = False, padding: bool = False
 ) -> dict[str, Any]:
     """The values of the context names conditions may read."""
     reads = " ".join(k.when for k in knobs if k.when is not None)
@@ -151,7 +160,7 @@ def make_context(
         "device": device.split(":")[0],
         "workload": workload,
         "cpu_vector_widths": vector_widths() if "cpu_vector_widths" in reads else [],
-        **_levers.context(device, contract, reads),
+        **_levers.context(device, contract, reads, padding),
     }
 
 
@@ -210,6 +219,8 @@ def _top_problems(raw: dict[str, Any]) -> list[str]:
         flag = raw.get(key, False)
         if not isinstance(flag, bool):
             problems.append(f"{key} must be true or false, got {flag!r}")
+    if raw.get("padding") is not None:
+        problems += padding_problems(raw["padding"], "padding")
     return problems
 
 

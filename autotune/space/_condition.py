@@ -18,19 +18,19 @@ from typing import Any
 
 CONTEXT_NAMES = (
     "device", "workload", "cpu_vector_widths", "cpu_flags", "cuda_capability",
-    "accuracy_contract",
+    "accuracy_contract", "padding",
 )  # fmt: skip
 """Names a condition may use besides knobs: the device type (``"cpu"``, ``"cuda"``), the
 workload (``"infer"``, ``"train"`` or ``"generate"``: ``workload != 'train'`` for both kinds of
 inference), the vector widths this CPU supports (e.g.
 ``[256, 512]``), this CPU's flags (``'amx_bf16' in cpu_flags``), the CUDA device's compute
-capability (``cuda_capability >= [8, 0]``; none on a CPU) and whether the study states an
-accuracy contract."""
+capability (``cuda_capability >= [8, 0]``; none on a CPU), whether the study states an
+accuracy contract, and whether the model declares how its inputs pad (``padding``)."""
 
 SYNTAX = (
     "conditions use knob names, device, workload, cpu_vector_widths, cpu_flags, "
-    "cuda_capability, accuracy_contract, literals, ==, !=, <, <=, >, >=, in, not in, and, or, "
-    "not and parentheses"
+    "cuda_capability, accuracy_contract, padding, literals, ==, !=, <, <=, >, >=, in, not in, "
+    "and, or, not and parentheses"
 )
 _LITERAL_NAMES = {"true": True, "false": False, "none": None, "True": True, "False": False}
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {

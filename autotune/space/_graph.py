@@ -18,6 +18,7 @@ CONTEXT_VALUES: dict[str, tuple[Any, ...]] = {
     "device": ("cpu", "cuda"),
     "workload": ("infer", "train", "generate"),
     "accuracy_contract": (True, False),
+    "padding": (True, False),
 }
 MAX_CONTROLLER_VALUES = 10_000
 # Inductor knobs and compile.mode mean nothing to another backend: with a backend choice they

@@ -15,6 +15,11 @@ runs the prefill beside the decode steps the config compiles, see
 :func:`autotune.runtime.config.for_generate`); a space offers it for the generate workload
 only (``when = "workload == 'generate'"``).
 
+``[shapes]`` holds ``plan`` (``"auto"``, ``"marked"``, ``"pad-pow2"``, ``"pad-64"``, ...: the
+shape plan around a served model's calls, see :mod:`autotune.runtime.shapes`); it applies the
+model's padding declaration, so a space offers it only where the study has one (``when =
+"padding"``).
+
 ``[openvino]`` holds options of OpenVINO's ``torch.compile`` backend (see
 :mod:`autotune.runtime.openvino_backend`); they are suggested only when ``compile.backend`` is
 ``openvino``. A backend that is not installed is left out of a built-in space with a note, and
@@ -32,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from autotune.runtime.config import PREFILLS
+from autotune.runtime.shapes import AUTO, SHAPE_PLANS
 from autotune.space._knob import Knob, did_you_mean
 
-LAYERS = ("precision", "train", "generate", "openvino")
+LAYERS = ("precision", "train", "generate", "shapes", "openvino")
 PRECISION: dict[str, tuple[str, ...]] = {
     "autocast": ("none", "bfloat16", "float16"),
     "matmul": ("highest", "high", "medium"),
@@ -44,11 +50,14 @@ TRAIN: dict[str, tuple[str, ...]] = {"optimizer": ("eager", "compiled")}
 TRAIN_DEFAULTS = {"optimizer": "eager"}
 GENERATE: dict[str, tuple[str, ...]] = {"prefill": PREFILLS}
 GENERATE_DEFAULTS = {"prefill": "eager"}
+SHAPES: dict[str, tuple[str, ...]] = {"plan": (AUTO, *SHAPE_PLANS)}
+SHAPES_DEFAULTS = {"plan": AUTO}
 # The choice layers: each knob's allowed values and the value that leaves a config as eager.
 _CHOICES: dict[str, tuple[dict[str, tuple[str, ...]], dict[str, str]]] = {
     "precision": (PRECISION, PRECISION_DEFAULTS),
     "train": (TRAIN, TRAIN_DEFAULTS),
     "generate": (GENERATE, GENERATE_DEFAULTS),
+    "shapes": (SHAPES, SHAPES_DEFAULTS),
 }
 # Backends a space may name that are not part of torch, and what installs each.
 EXTRA_BACKENDS = {"openvino": "pip install 'autotune[openvino]'"}
@@ -114,7 +123,7 @@ def installed(backend: str) -> bool:
     return True
 
 
-def context(device: str, contract: bool, reads: str) -> dict[str, Any]:
+def context(device: str, contract: bool, reads: str, padding: bool = False) -> dict[str, Any]:
     """The values of the context names this module adds (``reads``: the text of every
     condition, so that ``nvidia-smi`` runs only when one reads the capability)."""
     on_cpu = device.startswith("cpu")
@@ -125,6 +134,7 @@ def context(device: str, contract: bool, reads: str) -> dict[str, Any]:
         "cpu_flags": sorted(cpu_flags()) if on_cpu else [],
         "cuda_capability": capability,
         "accuracy_contract": contract,
+        "padding": padding,
     }
 
 

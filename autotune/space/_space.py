@@ -51,6 +51,9 @@ class SearchSpace:
     preset_table: dict[str, Any] = field(default_factory=dict, compare=False)
     unsafe_knobs: tuple[str, ...] = ()
     accuracy_contract: bool = False
+    # The model's padding declaration (autotune.runtime.shapes), which a shape plan applies:
+    # stored with the space, so that every process builds the same configs.
+    padding: dict[str, Any] | None = None
     # Knobs of the file not searched here ([precision] without a contract): stored with the
     # space all the same, so that a process reading it back says why they are not searched.
     left_out: tuple[Knob, ...] = field(default=(), compare=False)
@@ -77,8 +80,9 @@ class SearchSpace:
     @cached_property
     def _context(self) -> dict[str, Any]:
         return _build.make_context(
-            self.device, self.workload, list(self.knobs), self.accuracy_contract
-        )
+            self.device, self.workload, list(self.knobs), self.accuracy_contract,
+            self.padding is not None,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved space (``extends`` merged), in the file format; stored with the study."""
@@ -89,6 +93,8 @@ class SearchSpace:
             tables["allow_numerics_changes"] = True
         if self.accuracy_contract:
             tables["accuracy_contract"] = True
+        if self.padding is not None:
+            tables["padding"] = self.padding
         for knob in (*self.knobs, *self.left_out):
             group = tables.setdefault("numerics", {}) if knob.numerics else tables
             group.setdefault(knob.layer, {})[knob.name] = knob.to_value()
@@ -125,7 +131,7 @@ class SearchSpace:
         def pick(knob: Knob) -> Any:
             return _graph.LEAVE if knob.param in leave else knob.draw(trial)
 
-        return config_from_values(self._plan.assign(pick, self._context))
+        return config_from_values(self._plan.assign(pick, self._context), self.padding)
 
     def config_from_params(self, params: dict[str, Any]) -> CompileConfig:
         """The configuration of a finished trial, from its Optuna params (fixed knobs added)."""
@@ -133,7 +139,7 @@ class SearchSpace:
         def pick(knob: Knob) -> Any:
             return knob.from_param(params[knob.param]) if knob.param in params else knob.first()
 
-        return config_from_values(self._plan.assign(pick, self._context))
+        return config_from_values(self._plan.assign(pick, self._context), self.padding)
 
     def preset(self, name: str) -> _presets.Preset | None:
         return next((p for p in self.presets if p.name == name), None)
@@ -174,7 +180,7 @@ class SearchSpace:
         """The configuration ``preset`` compiles, the whole model: exactly the knobs it names,
         everything else as torch (and the preset's mode) leaves it, as a user trying it by
         hand would write ``torch.compile(model, mode=..., options=...)``."""
-        return config_from_values(dict(preset.values))
+        return config_from_values(dict(preset.values), self.padding)
 
     def relaxes_numerics(self, config: CompileConfig) -> bool:
         """True when ``config`` changes numerics on purpose: it sets a numerics-changing knob
@@ -185,8 +191,11 @@ class SearchSpace:
         return sets_numerics_knob(config, numerics) or config.changes_precision
 
 
-def config_from_values(values: dict[str, Any]) -> CompileConfig:
-    """Builds a CompileConfig; the mode preset is expanded into options so that knobs combine."""
+def config_from_values(
+    values: dict[str, Any], padding: dict[str, Any] | None = None
+) -> CompileConfig:
+    """Builds a CompileConfig; the mode preset is expanded into options so that knobs combine,
+    and a shape plan carries the model's ``padding`` declaration."""
     import torch._dynamo.config
     import torch._functorch.config
     import torch._inductor.config
@@ -213,10 +222,17 @@ def config_from_values(values: dict[str, Any]) -> CompileConfig:
         precision=_levers.chosen("precision", _layer(values, "precision")),
         train=_levers.chosen("train", _layer(values, "train")),
         functorch=_non_default(_layer(values, "functorch"), torch._functorch.config),
+        shapes=_shape_plan(_levers.chosen("shapes", _layer(values, "shapes")), padding),
     )
     # The generate workload's prefill compiled: a plan in parts (eager's is for_generate's own).
     prefill = _levers.chosen("generate", _layer(values, "generate")).get("prefill")
     return config if prefill is None else for_generate(config, prefill)
+
+
+def _shape_plan(chosen: dict[str, Any], padding: dict[str, Any] | None) -> dict[str, Any]:
+    """A config's ``shapes``: the plan chosen with the declaration it applies (none without
+    one: the space's build refuses a plan a study without a declaration could draw)."""
+    return {**chosen, **padding} if chosen and padding is not None else {}
 
 
 def _non_default(values: dict[str, Any], config: Any) -> dict[str, Any]:
@@ -232,6 +248,7 @@ def load_space(
     workload: str = "infer",
     allow_numerics_changes: bool = False,
     accuracy_contract: bool = False,
+    padding: dict[str, Any] | None = None,
 ) -> SearchSpace:
     """Reads, validates (against the installed torch) and returns a search space.
 
@@ -242,6 +259,8 @@ def load_space(
         allow_numerics_changes: Also search the ``[numerics]`` group.
         accuracy_contract: The study states an accuracy contract: also search the
             ``[precision]`` knobs (see :mod:`autotune.space._levers`).
+        padding: The model's padding declaration (:mod:`autotune.runtime.shapes`): the
+            ``[shapes]`` plan is searched, and conditions read ``padding`` as true.
 
     Raises:
         SpaceError: Listing every problem of the file (and of the spaces it extends) at once.
@@ -252,6 +271,8 @@ def load_space(
     """
     path = _file.resolve(name_or_path)
     raw, problems = _extends.resolve(_file.read(path), path.parent)
+    if padding is not None:
+        raw = {**raw, "padding": padding}
     builtin = path.resolve().parent == _file.BUILTIN_DIR.resolve()
     return _make(
         raw, problems, device, str(path), workload, allow_numerics_changes, None,
@@ -321,6 +342,7 @@ def _make(
         preset_table=dict(_presets.as_table(raw.get("presets")) or {}) if not problems else {},
         unsafe_knobs=built.unsafe_knobs,
         accuracy_contract=contract or raw.get("accuracy_contract") is True,
+        padding=raw.get("padding") if not problems else None,
         left_out=tuple(built.left_out),
     )
 

@@ -64,6 +64,10 @@ class StudySettings:
     # config that changes numerics on purpose (precision, fast math, a backend's bf16) is held
     # to it; None: such configs are not searched, and the gate is eager's.
     accuracy: str | None = None
+    # A recorded traffic (--traffic, autotune.workload._trace): its shapes and weights, each
+    # shape a request the model file's get_request(device, **shape) builds; None: the model
+    # file's get_inputs (or get_traffic) says the calls.
+    traffic: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -106,6 +110,7 @@ class StudySettings:
             relaxed_numerics=relaxed_numerics,
             batch_size=batch_size,
             accuracy=self.accuracy,
+            traffic=self.traffic,
         )
 
     @classmethod

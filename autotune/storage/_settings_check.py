@@ -90,6 +90,14 @@ def _scope_plan(value: Any) -> None:
         ) from None
 
 
+def _shapes(value: Any) -> None:
+    from autotune.workload import shapes_problem
+
+    problem = shapes_problem(value)
+    if problem is not None:
+        raise rules.RuleError(f"{problem} (a traffic trace as --traffic reads it)")
+
+
 MEASURE_RULES: dict[str, Check] = {
     "warmup": _kind("non_negative_int"),
     "min_rounds": _kind("positive_int"),
@@ -117,6 +125,7 @@ STORED_FORMS: dict[str, Check] = {
     "pick_rule": _pick,
     "ints": _batch_sizes,
     "bytes": _kind("non_negative_int"),
+    "shapes": _shapes,  # --traffic: the trace's shapes and weights, read where it was given
 }
 
 

@@ -74,6 +74,7 @@ def _probe(session: Session, runner: TrialRunner, deadline: Deadline) -> ScopePl
         local.model_path, local.device, runner,
         backend=backends[0] if isinstance(backends, list) else backends,
         budget_s=s.compile_budget_s, seed=s.seed, cache_dir=session.cache_dir,
-        workload=s.workload, on_probe=lambda r: events.on_note(f"  probe {r.brief()}"),
+        workload=s.workload, traffic=s.traffic,
+        on_probe=lambda r: events.on_note(f"  probe {r.brief()}"),
         on_target=lambda name: events.on_phase("probing", name), deadline=deadline,
     )  # fmt: skip

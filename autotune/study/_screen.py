@@ -73,7 +73,10 @@ def reuse_timing(result: TrialResult, timed: TrialRecord) -> TrialResult:
     """``result`` (compiled, checked, not timed) with the steady state of ``timed``, the trial
     that ran the same code."""
     earlier = TrialResult.from_dict(timed.result)
-    return dataclasses.replace(result, **{name: getattr(earlier, name) for name in _TIMED})
+    taken = dataclasses.replace(result, **{name: getattr(earlier, name) for name in _TIMED})
+    if earlier.traffic is not None:  # the steady state is the same code's; start-up its own
+        taken.traffic = {**earlier.traffic, "startup_s": result.compile_time_s}
+    return taken
 
 
 def screened(records: list[TrialRecord]) -> tuple[int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from autotune.trials._checks import (
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
 from autotune.trials._judged import Judged
+from autotune.trials._many import name_call, per_shape, record_traffic, warmup_specs
 from autotune.trials._phase import write_phase
 from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import (
@@ -77,6 +79,7 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
             started = time.perf_counter()
             work = _setup(spec)
             _record_setup(facts, started, work.calls, work.model, work.units)
+            facts["warmup"] = warmup_specs(work.calls)
             return _compile_and_time(spec, config, work, deadline, facts)
     except TrialFailure as failure:
         return TrialResult.failed(failure.kind, str(failure), **facts)
@@ -113,7 +116,7 @@ def _compiling(spec: TrialSpec, facts: dict[str, Any]) -> Iterator[list[str]]:
 def _setup(spec: TrialSpec) -> Workload:
     try:
         module, model, calls = build_seeded(spec.model_path, spec.device, spec.seed,
-                                            spec.batch_size)  # fmt: skip
+                                            spec.batch_size, spec.traffic)  # fmt: skip
         model.eval()
         reference = measure.clone_outputs(_sweep(model, calls))
         metric = accuracy_metric(module) if spec.accuracy else None
@@ -136,11 +139,20 @@ def _compile_and_time(
         facts["backend_conversion"] = target.backend
     raise_on_no_graph(config)
     report = _judge(spec, work, target.outputs)
+    if not report.ok and len(work.calls) > 1:
+        report = dataclasses.replace(report, detail=name_call(report.detail, work.calls))
     _raise_unless_correct(report, config, "two eager calls")
     raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
     if same is not None:
         return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
+    if work.calls[0].weight is not None:
+        mix = [(c, c.weight or 0.0) for c in work.calls]
+        timing = _time(spec, partial(_one, work.model), partial(_one, target.fn),
+                       deadline - 1.0, facts, requests=mix)  # fmt: skip
+        raise_on_recompile_storm()
+        record_traffic(facts, work.calls, timing, compile_s)
+        return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
     timing = _time(
         spec,
         lambda: _sweep(work.model, work.calls),
@@ -150,7 +162,7 @@ def _compile_and_time(
     )
     raise_on_recompile_storm()
     if len(work.calls) > 1 and not timing.stopped_early:
-        facts["per_shape"] = _per_shape(
+        facts["per_shape"] = per_shape(
             spec, work.calls, partial(_one, work.model), partial(_one, target.fn), deadline - 1.0
         )
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
@@ -210,32 +222,6 @@ def _equivalent_result(
     )
 
 
-def _per_shape(
-    spec: TrialSpec,
-    calls: list[Call],
-    eager_one: Callable[[Call], Any],
-    compiled_one: Callable[[Call], Any],
-    deadline: float,
-) -> list[dict[str, Any]]:
-    """Latency of each input of a shape distribution (a call, or a training step on it),
-    paired with eager like the sweep."""
-    shapes = []
-    for call, described in zip(calls, describe_calls(calls), strict=True):
-        try:
-            t = measure.interleaved_timing(
-                partial(eager_one, call), partial(compiled_one, call), spec.device,
-                warmup=1, min_rounds=5, max_rounds=spec.measure.max_rounds,
-                target_seconds=spec.measure.target_seconds / len(calls), deadline=deadline,
-            )  # fmt: skip
-        except TimeoutError:
-            break  # the budget is spent: the sweep's figures stand, this detail does not
-        shapes.append({
-            "inputs": described, "latency_median_s": t.compiled.median,
-            "eager_latency_median_s": t.eager.median, "speedup_vs_eager": t.ratio.median,
-        })  # fmt: skip
-    return shapes
-
-
 def _train_trial(
     spec: TrialSpec, config: CompileConfig | None, deadline: float, facts: dict[str, Any]
 ) -> TrialResult:
@@ -263,7 +249,7 @@ def _train_trial(
     raise_on_recompile_storm()
     if len(calls) > 1 and not timing.stopped_early:
         one_eager, one_compiled = (lambda c: eager.sweep([c])), (lambda c: target.sweep([c]))
-        facts["per_shape"] = _per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
+        facts["per_shape"] = per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
     if gate is not None:
         _, steps, _ = _train.compile_first_steps(work, gate, spec.device)
         report = _train.judge_steps(spec, work.reference, steps)
@@ -418,8 +404,11 @@ def _time(
     compiled_fn: Callable[[], object],
     deadline: float,
     facts: dict[str, Any],
+    requests: list[tuple[Call, float]] | None = None,
 ) -> measure.Timing:
-    """Interleaved timing; then the measurements taken after it (peak memory, Dynamo facts)."""
+    """Interleaved timing (of a traffic mix's ``requests``, each with its weight, when given:
+    the functions then take one call); then the measurements taken after it (peak memory,
+    Dynamo facts)."""
     s = spec.measure
     write_phase(spec.progress_path, "measuring")
     started = time.perf_counter()
@@ -437,6 +426,7 @@ def _time(
             max_seconds=s.max_seconds,
             stop_below=s.stop_below,
             screen_seconds=s.screen_seconds,
+            requests=requests,
         )
     except Exception as exc:
         raise classify(exc, None) from exc

@@ -82,6 +82,8 @@ class TrialSpec:
     # is held to it instead of the 10x looser gate; every trial records its metrics.
     accuracy: str | None = None
     batch_size: int | None = None  # get_inputs(device, batch_size); None: get_inputs(device)
+    # A recorded traffic's shapes and weights (--traffic): the calls are get_request's for them
+    traffic: list[dict[str, Any]] | None = None
     progress_path: str | None = None  # where the trial writes its phase for a live display
     # Code identities already measured in the study, to the trial that measured them: a trial
     # that generates one of them is not timed (see autotune.trials._code).
@@ -154,6 +156,12 @@ class TrialResult(TrialFigures):
     # The generate workload's time to first token and decode rate, the config's and eager's:
     # ttft_s, eager_ttft_s, decode_tokens_per_s, eager_decode_tokens_per_s
     generate: dict[str, Any] | None = None
+    # A traffic mix's (get_traffic) weighted figures, the config's and eager's: mean_s, p50_s,
+    # p95_s, p99_s, eager_mean_s, ..., requests, and startup_s (compiling every shape it brings)
+    traffic: dict[str, Any] | None = None
+    # The distinct shapes of the inference calls (autotune.runtime.shapes.call_spec): what
+    # autotune.apply(..., warmup="plan") compiles before the first request
+    warmup: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -22,8 +22,10 @@ MODELS_DIR = Path(".autotune") / "models"
 
 def tune(
     model: Any,
-    inputs: Any,
+    inputs: Any = None,
     *,
+    traffic: Any = None,
+    padding: dict[str, Any] | None = None,
     loss_fn: Callable[[Any, Any], Any] | None = None,
     get_optimizer: Callable[[Any], Any] | None = None,
     train_step: Callable[[Any, Any, Any], Any] | None = None,
@@ -46,6 +48,16 @@ def tune(
             arguments, a dict of keyword arguments, or a list of those (a shape
             distribution); or a function of the device (and of the batch size, with
             ``batch_sizes=``) that returns them. Tensors move to the study's device.
+        traffic: Instead of ``inputs``, a served model's traffic, what a model file's
+            ``get_traffic(device)`` returns: a list of ``(inputs, weight)`` requests, weight
+            the request's share (a count or a fraction); or a function of the device that
+            returns it. Each request is timed on its own, and the study ranks by the
+            traffic's weighted mean latency, recording its p50/p95/p99.
+        padding: How the model's inputs pad and its outputs are cut back, as a model file's
+            ``PADDING`` says it (``{"inputs": {"input_ids": {"dim": 1, "value": 0}},
+            "outputs": {"last_hidden_state": 1}}``): the space's shape plans (dimensions
+            marked dynamic, padding to buckets) are then searched, and the best-config file
+            carries the plan ``autotune.apply`` reproduces.
         loss_fn: With ``workload="train"``: ``loss_fn(output, inputs) -> Tensor`` (default: the
             mean of each floating-point output tensor, summed).
         get_optimizer: With ``workload="train"``: ``get_optimizer(model) -> Optimizer``
@@ -82,9 +94,16 @@ def tune(
     functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "train_step": train_step,
                  "units": units, "accuracy": metric}  # fmt: skip
     resolve(options, language=PYTHON)  # refused before the bundle is written
+    if (inputs is None) == (traffic is None):
+        raise UsageError(
+            "autotune.tune takes the model's inputs or its traffic, one of them: inputs= (what "
+            "get_inputs returns: one call, or a list of calls run in one pass) or traffic= (a "
+            "list of (inputs, weight) requests, each timed on its own); got "
+            + ("both." if inputs is not None else "neither.")
+        )
     given = {name: fn for name, fn in functions.items() if fn is not None}
     try:
-        bundle = write_bundle(Path(models_dir), model, inputs, **given)
+        bundle = write_bundle(Path(models_dir), model, inputs, traffic, padding, **given)
         return _run(search_options(options, bundle))
     except Exception as exc:  # a fault the caller can cause: one exception, one paragraph
         said = _faults.paragraph(exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from autotune._scratch import scratch_dir
 from autotune.errors import UsageError
@@ -77,6 +78,7 @@ def verify(
         measure=MeasureSettings(target_seconds=measure_seconds).precise(precision),
         allow_unsafe_knobs=list(allow_unsafe_knobs),
         accuracy=_contract(best),
+        traffic=_traffic(best),
     )
     measured = _measure(runner, base, plan, repeats, on_trial, _relaxed(best))
     return build_report(best, device, measured, tolerance)
@@ -160,6 +162,23 @@ def _refuse_unsafe(best: BestConfig, allowed: Collection[str]) -> None:
     if lines:
         what = f"The file's config {best.config_hash}"
         raise UsageError(_safety.explain(lines, what, "pass --allow-unsafe-knob KNOB for each"))
+
+
+def _traffic(best: BestConfig) -> list[dict[str, Any]] | None:
+    """The recorded traffic the search measured the config on, which verify measures it on
+    again (a model file's get_traffic says its own)."""
+    from autotune.workload import shapes_problem
+
+    traffic = best.workload.get("traffic")
+    if traffic is None:
+        return None
+    problem = shapes_problem(traffic)
+    if problem is not None:
+        raise UsageError(
+            f"The file's workload.traffic {problem}; the file was edited by hand or written "
+            "by another tool. Re-run the search to write it again."
+        )
+    return list(traffic)
 
 
 def _contract(best: BestConfig) -> str | None:

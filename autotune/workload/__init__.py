@@ -17,6 +17,14 @@ A model file is a Python file that defines:
   output, ``backward()``, ``optimizer.step()``, ``optimizer.zero_grad()``;
 - ``generate(model, inputs) -> token ids`` (optional, the generate workload only): the
   file's own generation loop; default: the model's ``generate(**inputs, do_sample=False)``;
+- ``get_traffic(device)`` (optional, the infer workload): a served model's traffic, a list of
+  ``(inputs, weight)`` requests (inputs as ``get_inputs`` gives one call, weight its share of
+  the traffic: a count or a fraction); it stands in for ``get_inputs``, which is then not
+  called. Each request is timed on its own and the study ranks by the traffic's weighted mean
+  latency, recording its p50/p95/p99 (:mod:`autotune.measure._traffic`);
+- ``PADDING`` (optional, the infer workload): how the model's inputs pad and its outputs are
+  cut back, as data (:mod:`autotune.runtime.shapes`); the space's ``[shapes]`` plans (marked
+  dynamic dimensions, padding to buckets) are then searched;
 - ``units(inputs)`` (optional): what one call processes, a count of samples or ``(count,
   "tokens")``: the reports then give throughput in that unit per second;
 - ``accuracy(output, reference) -> float`` (optional): a task metric an accuracy contract may
@@ -40,35 +48,42 @@ the default loss); the loader calls into the bundle, never the other way.
 from __future__ import annotations
 
 from autotune.workload._bundle import write_bundle
+from autotune.workload._calls import (
+    Call,
+    build_calls,
+    count_units,
+    describe_calls,
+    has_traffic,
+    padding_of,
+    require_batch_size,
+    takes_batch_size,
+)
 from autotune.workload._common import (
     BUNDLE_FORMAT,
     BUNDLE_SUFFIX,
     DEFAULT_LEARNING_RATE,
     METRIC,
     OPTIONAL,
+    REQUEST,
     REQUIRED,
+    TRAFFIC,
     LossFn,
     WorkloadError,
     default_loss,
     one_line,
 )
 from autotune.workload._model_file import (
-    Call,
     StepFn,
     accuracy_metric,
-    build_calls,
     build_model,
     build_optimizer,
     build_seeded,
-    count_units,
-    describe_calls,
     generate_function,
     load_model_file,
     loss_function,
-    require_batch_size,
-    takes_batch_size,
     train_step_function,
 )
+from autotune.workload._trace import Traffic, read_trace, shapes_problem
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -76,7 +91,10 @@ __all__ = [
     "DEFAULT_LEARNING_RATE",
     "METRIC",
     "OPTIONAL",
+    "REQUEST",
     "REQUIRED",
+    "TRAFFIC",
+    "Traffic",
     "Call",
     "LossFn",
     "StepFn",
@@ -90,6 +108,10 @@ __all__ = [
     "default_loss",
     "describe_calls",
     "generate_function",
+    "has_traffic",
+    "padding_of",
+    "read_trace",
+    "shapes_problem",
     "load_model_file",
     "loss_function",
     "one_line",

@@ -16,6 +16,8 @@ from autotune.workload._common import (
     DEFAULT_LEARNING_RATE,
     METRIC,
     OPTIONAL,
+    PADDING,
+    TRAFFIC,
     WorkloadError,
     default_loss,
     one_line,
@@ -26,11 +28,15 @@ def write_bundle(
     folder: str | Path,
     model: Any,
     inputs: Any,
+    traffic: Any = None,
+    padding: dict[str, Any] | None = None,
     **functions: Callable[..., Any] | None,
 ) -> Path:
     """Saves ``model`` (an ``nn.Module``, or a function of no arguments that makes one),
     ``inputs`` (what ``get_inputs`` returns, or a function of the device, and of the batch size
-    where searched, that returns it) and ``functions`` (``loss_fn``, ``get_optimizer``,
+    where searched, that returns it), ``traffic`` (what ``get_traffic`` returns, or a function
+    of the device that returns it; None: none), ``padding`` (a model file's ``PADDING``) and
+    ``functions`` (``loss_fn``, ``get_optimizer``,
     ``accuracy``, as a model file defines them) as a bundle in ``folder``, named
     ``CLASS-HASH.pt`` after the model and the first 12 hex digits of its content's SHA-256;
     the same content is written once. Returns its path."""
@@ -47,6 +53,10 @@ def write_bundle(
             f"a model bundle holds {', '.join(OPTIONAL)} and {METRIC}, not {unknown}"
         )
     payload = {"format": BUNDLE_FORMAT, "model": model, "inputs": inputs, **functions}
+    if traffic is not None:  # absent otherwise: a bundle without traffic hashes as before
+        payload[TRAFFIC] = traffic
+    if padding is not None:
+        payload[PADDING] = padding
     _steady_class_ids(model)
     buffer = io.BytesIO()
     try:
@@ -164,6 +174,15 @@ def bundle_module(file: Path) -> ModuleType:
             )
         return pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), inputs)
 
+    def get_traffic(device: str) -> Any:
+        import torch
+        import torch.utils._pytree as pytree
+
+        traffic = content()[TRAFFIC]
+        if callable(traffic):
+            return traffic(device)
+        return pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), traffic)
+
     def loss_fn(output: Any, inputs: Any) -> Any:
         return (content().get("loss_fn") or default_loss)(output, inputs)
 
@@ -189,6 +208,10 @@ def bundle_module(file: Path) -> ModuleType:
         # the bundle holds it (read on first access, PEP 562).
         if name in ("train_step", "units") and content().get(name) is not None:
             return content()[name]
+        if name == TRAFFIC and content().get(TRAFFIC) is not None:
+            return get_traffic
+        if name == PADDING and content().get(PADDING) is not None:
+            return content()[PADDING]
         raise AttributeError(f"model bundle {file.name} has no {name}")
 
     module = ModuleType(f"autotune_model_bundle_{file.stem.replace('-', '_')}")

@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     import torch
 
 REQUIRED = ("get_model", "get_inputs")
+# A served model's requests with their shares of the traffic: stands in for get_inputs.
+TRAFFIC = "get_traffic"
+# What builds one request of a recorded traffic's shape (--traffic): get_request(device, **shape).
+REQUEST = "get_request"
+# How a served model's inputs pad and its outputs cut back (autotune.runtime.shapes): data.
+PADDING = "PADDING"
 # The train workload's (defaults otherwise; train_step: the fixed step), the generate
 # workload's own loop (default: the model's generate()), and units: what one
 # call processes (tokens, samples), for throughput in the reports.

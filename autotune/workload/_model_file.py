@@ -4,42 +4,35 @@ functions as the contract of :mod:`autotune.workload` says, checking what each r
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from autotune.workload._bundle import bundle_module
+from autotune.workload._calls import (
+    Call,
+    build_calls,
+    call_function,
+    has_traffic,
+    returned,
+)
 from autotune.workload._common import (
     BUNDLE_SUFFIX,
     DEFAULT_LEARNING_RATE,
     METRIC,
+    REQUEST,
     REQUIRED,
     LossFn,
     WorkloadError,
     default_loss,
     one_line,
 )
+from autotune.workload._trace import Traffic
 
 if TYPE_CHECKING:
     import torch
-
-
-@dataclass(frozen=True)
-class Call:
-    """One call of the model: positional and keyword arguments."""
-
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-    @property
-    def inputs(self) -> Any:
-        """The inputs as ``loss_fn`` receives them: the dict of keyword arguments, else the
-        tuple of positional arguments (a bare tensor from ``get_inputs`` is a 1-tuple)."""
-        return self.kwargs if self.kwargs else self.args
 
 
 def load_model_file(path: str | Path) -> ModuleType:
@@ -78,11 +71,16 @@ def load_model_file(path: str | Path) -> ModuleType:
     finally:
         sys.path.remove(str(file.parent))
     for fn in REQUIRED:
+        if fn == "get_inputs" and (
+            has_traffic(module) or callable(getattr(module, REQUEST, None))
+        ):
+            continue  # the requests of a traffic mix, or of a recorded one, stand in for it
         if not callable(getattr(module, fn, None)):
             raise WorkloadError(
                 f"The model file {file} does not define {fn}(device): the contract needs "
                 "get_model(device) -> torch.nn.Module and get_inputs(device) -> a tuple of "
-                "positional arguments, a dict of keyword arguments, or a list of those."
+                "positional arguments, a dict of keyword arguments, or a list of those (or "
+                "get_traffic(device) -> a list of (inputs, weight) requests)."
             )
     return module
 
@@ -91,7 +89,7 @@ def build_model(module: ModuleType, device: str) -> Any:
     """Calls ``get_model(device)`` and checks that it returned an ``nn.Module``."""
     import torch
 
-    model = _call(module, "get_model", device)
+    model = call_function(module, "get_model", device)
     if not isinstance(model, torch.nn.Module):
         raise WorkloadError(
             f"get_model(device) in {module.__file__} returned {type(model).__name__}, "
@@ -101,7 +99,11 @@ def build_model(module: ModuleType, device: str) -> Any:
 
 
 def build_seeded(
-    path: str | Path, device: str, seed: int, batch_size: int | None
+    path: str | Path,
+    device: str,
+    seed: int,
+    batch_size: int | None,
+    traffic: Traffic | None = None,
 ) -> tuple[ModuleType, Any, list[Call]]:
     """The model file at ``path``, its model and its calls, each built right after
     ``torch.manual_seed(seed)``: every trial of a study sees the same weights and inputs."""
@@ -111,24 +113,7 @@ def build_seeded(
     torch.manual_seed(seed)
     model = build_model(module, device)
     torch.manual_seed(seed)
-    return module, model, build_calls(module, device, batch_size)
-
-
-def build_calls(module: ModuleType, device: str, batch_size: int | None = None) -> list[Call]:
-    """Calls ``get_inputs(device)`` (``get_inputs(device, batch_size)`` when a batch size is
-    given) and normalizes it to a list of calls."""
-    if batch_size is not None:
-        require_batch_size(module)
-        value = _call(module, "get_inputs", device, batch_size)
-    else:
-        value = _call(module, "get_inputs", device)
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        raise WorkloadError(
-            f"get_inputs(device) in {module.__file__} returned an empty list; return at least "
-            "one tuple of positional arguments or dict of keyword arguments."
-        )
-    return [_to_call(module, item, i) for i, item in enumerate(items)]
+    return module, model, build_calls(module, device, batch_size, traffic)
 
 
 def accuracy_metric(module: ModuleType) -> Callable[[Any, Any], float] | None:
@@ -239,7 +224,7 @@ def train_step_function(module: ModuleType) -> StepFn:
         if isinstance(loss, torch.Tensor) and loss.is_floating_point() and loss.numel() == 1:
             return loss.detach().reshape(())
         raise WorkloadError(
-            f"train_step(model, optimizer, inputs) in {module.__file__} {_returned(loss)}, but "
+            f"train_step(model, optimizer, inputs) in {module.__file__} {returned(loss)}, but "
             "must return the step's loss: a one-element floating-point tensor (or a number), "
             "which the correctness gate compares with eager's. Add `return loss`."
         )
@@ -271,7 +256,7 @@ def generate_function(module: ModuleType) -> Callable[[torch.nn.Module, Call], t
         if isinstance(out, torch.Tensor) and out.dim() == 2 and not out.is_floating_point():
             return out
         raise WorkloadError(
-            f"{what} {_returned(out)}, but the generate workload needs the generated token ids "
+            f"{what} {returned(out)}, but the generate workload needs the generated token ids "
             "(an integer tensor [batch, length]), which the correctness gate compares with "
             "eager's."
         )
@@ -319,134 +304,12 @@ def build_optimizer(module: ModuleType, model: torch.nn.Module) -> torch.optim.O
     return optimizer
 
 
-def count_units(module: ModuleType, calls: list[Call]) -> dict[str, Any] | None:
-    """What one pass over ``calls`` processes, as the file's ``units(inputs)`` counts it:
-    ``{"name": "tokens", "per_sweep": N}``; None when the file defines no ``units``.
-
-    ``units(inputs)`` returns a count (of samples), or ``(count, name)`` such as
-    ``(input_ids.numel(), "tokens")``; the reports then speak in ``name`` per second.
-    """
-    import torch
-
-    fn = getattr(module, "units", None)
-    if fn is None:
-        return None
-    rule = (
-        "units(inputs) must return what one call processes: a positive count (of samples), or "
-        '(count, name) such as (inputs["input_ids"].numel(), "tokens")'
-    )
-    if not callable(fn):
-        raise WorkloadError(f"units in {module.__file__} is a {type(fn).__name__}, but {rule}.")
-    total, names = 0.0, set()
-    for call in calls:
-        value = fn(call.inputs)
-        count, name = value if isinstance(value, tuple) and len(value) == 2 else (value, "samples")
-        if isinstance(count, torch.Tensor) and count.numel() == 1:
-            count = count.item()
-        if (
-            isinstance(count, bool)
-            or not isinstance(count, (int, float))
-            or not 0 < count < float("inf")
-            or not (isinstance(name, str) and name.strip())
-        ):
-            raise WorkloadError(f"{rule}; units in {module.__file__} returned {value!r}.")
-        total += count
-        names.add(name.strip())
-    if len(names) > 1:
-        raise WorkloadError(
-            f"units(inputs) in {module.__file__} named {sorted(names)} for different calls; "
-            "one model's calls are counted in one unit."
-        )
-    return {"name": names.pop(), "per_sweep": total} if names else None
-
-
-def describe_calls(calls: list[Call]) -> list[str]:
-    """Short descriptions of each call's tensor shapes, e.g. ``(8x128:float32)``."""
-    return [_describe(call) for call in calls]
-
-
-def _to_call(module: ModuleType, item: Any, index: int) -> Call:
-    import torch
-
-    if isinstance(item, tuple):
-        return Call(item, {})
-    if isinstance(item, dict) and all(isinstance(k, str) for k in item):
-        return Call((), dict(item))
-    if isinstance(item, torch.Tensor):
-        return Call((item,), {})
-    where = f"element {index} of the list" if index else "its value"
-    raise WorkloadError(
-        f"get_inputs(device) in {module.__file__} returned {type(item).__name__} as {where}; "
-        "it must be a tuple of positional arguments, a dict of keyword arguments (str keys), "
-        "or a list of those (a shape distribution)."
-    )
-
-
-def takes_batch_size(module: ModuleType) -> bool:
-    """Whether the file's ``get_inputs`` takes a second argument, the batch size."""
-    try:
-        signature = inspect.signature(module.get_inputs)
-    except (TypeError, ValueError):
-        return False
-    try:
-        signature.bind("cpu", 1)
-    except TypeError:
-        return False
-    return True
-
-
-def require_batch_size(module: ModuleType) -> None:
-    """Refuses a model file whose ``get_inputs`` cannot be asked for a batch size."""
-    if not takes_batch_size(module):
-        raise WorkloadError(
-            f"get_inputs in {module.__file__} takes no batch size, but --batch-sizes searches "
-            "it: define get_inputs(device, batch_size=8) -> the inputs of one call with that "
-            "many samples (the default is what a study without --batch-sizes measures)."
-        )
-
-
-def _call(module: ModuleType, fn: str, device: str, *more: Any) -> Any:
-    shown = ", ".join(repr(a) for a in (device, *more))
-    try:
-        return getattr(module, fn)(device, *more)
-    except Exception as exc:
-        raise WorkloadError(
-            f"{fn}({shown}) in {module.__file__} raised {one_line(exc)}. Fix the model file "
-            "(run with --debug for the traceback)."
-        ) from exc
-
-
-def _describe(call: Call) -> str:
-    parts = [_shape(a) for a in call.args] + [f"{k}={_shape(v)}" for k, v in call.kwargs.items()]
-    return "(" + ", ".join(parts) + ")"
-
-
-def _shape(value: Any) -> str:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        dims = "x".join(str(d) for d in value.shape) or "scalar"
-        return f"{dims}:{str(value.dtype).removeprefix('torch.')}"
-    return type(value).__name__
-
-
-def _returned(value: Any) -> str:
-    """What a function returned, as a message says it: ``returned a 2x3 float32 tensor``,
-    ``returned NoneType``."""
-    import torch
-
-    if not isinstance(value, torch.Tensor):
-        return f"returned {type(value).__name__}"
-    shape = "x".join(map(str, value.shape)) or "scalar"
-    return f"returned a {shape} {str(value.dtype).removeprefix('torch.')} tensor"
-
-
 def _check_loss(module: ModuleType, what: str, value: Any) -> None:
     import torch
 
     problem = ""
     if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() != 1:
-        problem = _returned(value)
+        problem = returned(value)
     elif not value.requires_grad:
         problem = "returned a tensor that does not require grad (no parameter reaches it)"
     if problem:

@@ -137,3 +137,29 @@ def test_a_training_study_searches_bf16_the_compiled_optimizer_and_no_openvino(
     inference = load_space("cpu", "cpu", accuracy_contract=True)
     assert not any(c.train for c in _configs(inference))
     assert "compiled-optimizer" not in [p.name for p in inference.presets]
+
+
+PADDING = {"inputs": {"input_ids": {"dim": 1, "value": 0}}, "outputs": {"last_hidden_state": 1}}
+
+
+def test_shape_plans_are_searched_only_with_a_padding_declaration() -> None:
+    plain = load_space("cpu", "cpu")
+    assert not any(k.param == "shapes.plan" for k in plain.knobs if k.when is None)
+    assert {p.name for p in plain.presets}.isdisjoint({"marked-dims", "pad-pow2"})
+    served = load_space("cpu", "cpu", padding=PADDING)
+    plans = {c.shapes.get("plan") for c in _configs(served, 200)}
+    assert plans == {None, "marked", "pad-pow2", "pad-64"}
+    config = served.preset_config(next(p for p in served.presets if p.name == "pad-pow2"))
+    assert config.shapes == {"plan": "pad-pow2", **PADDING}  # the declaration travels with it
+    assert config.compile_kwargs()["dynamic"] is False  # a graph per bucket
+    again = space_from_dict(served.to_dict(), "cpu")  # as a worker reads it from the study
+    assert again == served and again.padding == PADDING
+
+
+def test_a_plan_offered_without_a_declaration_or_a_broken_declaration_is_refused() -> None:
+    raw = {"name": "s", "shapes": {"plan": ["auto", "pad-pow2"]}}
+    with pytest.raises(SpaceError, match="shapes.plan applies the model's padding declaration"):
+        space_from_dict(raw, "cpu")
+    broken = {"name": "s", "padding": {"inputs": {"input_ids": {"dim": -1, "value": 0}}}}
+    with pytest.raises(SpaceError, match=r"padding.inputs.input_ids.dim: expected a dimension"):
+        space_from_dict(broken, "cpu")

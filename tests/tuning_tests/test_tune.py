@@ -116,6 +116,20 @@ def test_what_cannot_be_pickled_is_refused_with_the_remedy(tmp_path, monkeypatch
         autotune.tune(model, (threading.Lock(),), **FAST)
 
 
+def test_a_served_models_traffic_is_tuned_per_request_with_its_tail(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model, x = _model()
+    traffic = [((x[:1],), 9), ((torch.randn(256, 16),), 1)]  # nine short requests in ten
+    result = autotune.tune(model, traffic=traffic, **{**FAST, "trials": 1})
+    eager = next(r for r in result.records if r.baseline == "eager")
+    assert eager.status == "ok", eager.error
+    assert [s["weight"] for s in eager.per_shape] == pytest.approx([0.9, 0.1])
+    assert eager.traffic["requests"] == 2 and eager.traffic["p99_s"] > eager.traffic["p50_s"]
+    assert "Latency per request of the traffic (2 requests, weighted)" in result.report()
+    with pytest.raises(UsageError, match="inputs or its traffic, one of them"):
+        autotune.tune(model, (x,), traffic=traffic, **FAST)
+
+
 def test_a_users_train_step_is_tuned_under_a_training_contract(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "kernels"))

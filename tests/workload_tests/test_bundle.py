@@ -77,3 +77,15 @@ def test_a_file_planted_under_a_bundles_name_is_replaced_and_never_unpickled(tmp
     renamed.write_bytes(path.read_bytes())  # a bundle under a hash that is not its own
     with pytest.raises(WorkloadError, match="does not hold what its name says"):
         build_model(load_model_file(renamed), "cpu")
+
+
+def test_a_bundle_holds_a_traffic_mix_and_hashes_as_before_without_one(tmp_path):
+    model, x = nn.Linear(4, 4), torch.ones(2, 4)
+    plain = write_bundle(tmp_path, model, (x,))
+    assert write_bundle(tmp_path, model, (x,), None) == plain
+    mixed = write_bundle(tmp_path, model, None, [((x,), 3), ({"input": x[:1]}, 1)])
+    assert mixed != plain
+    first, second = build_calls(load_model_file(mixed), "cpu")
+    assert (first.weight, second.weight) == (3.0, 1.0)
+    assert torch.equal(first.args[0], x) and second.kwargs["input"].shape == (1, 4)
+    assert not hasattr(load_model_file(plain), "get_traffic")

@@ -50,3 +50,36 @@ def test_get_inputs_returning_the_wrong_thing_names_the_function(tmp_path):
     module = load_model_file(path)
     with pytest.raises(WorkloadError, match=r"get_inputs\(device\).*int as element 1"):
         build_calls(module, "cpu")
+
+
+def test_a_traffic_mix_stands_in_for_get_inputs_each_request_with_its_weight(model_file):
+    module = load_model_file(model_file("traffic"))  # no get_inputs: get_traffic stands in
+    short, long = build_calls(module, "cpu")
+    assert (short.weight, long.weight) == (9.0, 1.0)
+    assert short.args[0].shape == (1, 16) and list(long.kwargs) == ["input"]
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        ("[]", "returned an empty list"),
+        ("(torch.ones(1, 2), 3)", "returned tuple"),  # not a list of requests
+        ("[(torch.ones(1, 2),)]", "a tuple as request 0"),  # no weight
+        ("[((torch.ones(1, 2),), 1), ((torch.ones(3, 2),), 0)]", "the weight 0 for request 1"),
+        ("[((torch.ones(1, 2),), True)]", "the weight True for request 0"),
+        ("[((torch.ones(1, 2),), float('nan'))]", "the weight nan for request 0"),
+        ("[(3, 1)]", "returned int as the inputs of request 0"),
+    ],
+)
+def test_a_broken_traffic_mix_says_the_rule_and_what_it_got(tmp_path, returned, said):
+    path = tmp_path / "m.py"
+    path.write_text(
+        "import torch\n"
+        "def get_model(device): return torch.nn.Linear(2, 2)\n"
+        f"def get_traffic(device): return {returned}\n"
+    )
+    with pytest.raises(WorkloadError) as info:
+        build_calls(load_model_file(path), "cpu")
+    message = str(info.value)
+    assert "(inputs, weight)" in message or "get_traffic(device)" in message
+    assert said in message, message
