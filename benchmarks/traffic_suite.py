@@ -3,7 +3,7 @@ weight), eager against default torch.compile (automatic dynamic shapes), ``dynam
 shape plans on their own and autotune's tuned plan, timed side by side in one process.
 
     python benchmarks/traffic_suite.py [--model bert] [--trials 10] [--search-args '...']
-        [--traffic FILE] [--seconds 40] [--out results/traffic_suite_DEVICE.md]
+        [--traffic FILE] [--seconds 40] [--out results/traffic_suite_DEVICE.md] [--config F]
 
 First a real ``autotune search`` of the model's file (benchmarks/models/bert_traffic.py: its
 ``get_traffic``, or with ``--traffic`` a recorded trace its ``get_request`` builds; its
@@ -228,6 +228,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--traffic", type=Path, help="a recorded trace (get_request builds it)")
     parser.add_argument("--search-args", default="", help="more options for the search, quoted")
     parser.add_argument("--out", type=Path, help="default results/traffic_suite_DEVICE.md")
+    parser.add_argument("--config", type=Path, help="an earlier search's file: no search")
     args = parser.parse_args(argv)
     trace = "_trace" if args.traffic else ""
     device = args.device.split(":")[0]
@@ -258,8 +259,14 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join(["python", *sys.argv]), "out": args.out.stem,
         "params_m": params_m, "model_file": MODELS[args.model].name,
     }  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="traffic_suite-") as tmp:
-        search = run_search(args, Path(tmp))
+    if args.config is not None:  # an earlier run's search
+        search = {
+            "command": f"(an earlier search: {args.config})", "exit": 0, "wall_s": 0.0,
+            "file": json.loads(args.config.read_text()), "path": str(args.config),
+        }  # fmt: skip
+    else:
+        with tempfile.TemporaryDirectory(prefix="traffic_suite-") as tmp:
+            search = run_search(args, Path(tmp))
     # Every variant compiles the same code objects in this one process: room for all of them.
     torch._dynamo.config.recompile_limit = 64
     measured = measure(args, module, search)
