@@ -66,9 +66,16 @@ def load(path: Path) -> Any:
     return module
 
 
-def fresh(module: Any, device: str) -> torch.nn.Module:
+def fresh(module: Any, device: str, tag: str = "") -> torch.nn.Module:
+    """The model file's model, seeded, eval; with ``tag``, an instance of a subclass of its own
+    (named after the variant): Dynamo guards on the module's type, so each variant compiles its
+    own graphs here instead of finding another variant's (same code objects, equal backend)."""
     torch.manual_seed(SEED)
-    return module.get_model(device).eval()
+    model = module.get_model(device).eval()
+    if tag:
+        cls = type(model)
+        model.__class__ = type(f"{cls.__name__}_{tag}", (cls,), {})
+    return model
 
 
 def variants(module: Any, best_file: Path | None) -> dict[str, Any]:
@@ -130,7 +137,7 @@ def measure(args: argparse.Namespace, module: Any, search: dict[str, Any]) -> di
             row: dict[str, Any] = rows.setdefault(label, {})
             try:
                 before, started = graphs(), time.perf_counter()
-                model = make(fresh(module, device))
+                model = make(fresh(module, device, f"variant{len(rows)}"))
                 outs = [model(*c.args, **c.kwargs).last_hidden_state for c in calls]
                 row["startup_s"] = time.perf_counter() - started
                 row["startup_graphs"] = graphs() - before
@@ -259,7 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join(["python", *sys.argv]), "out": args.out.stem,
         "params_m": params_m, "model_file": MODELS[args.model].name,
     }  # fmt: skip
-    if args.config is not None:  # an earlier run's search
+    earlier = args.out.with_suffix(".json")
+    if args.config is not None and earlier.exists():  # this suite's own earlier search
+        search = json.loads(earlier.read_text())["search"]
+        search["path"] = str(args.config)
+    elif args.config is not None:  # an earlier run's search
         search = {
             "command": f"(an earlier search: {args.config})", "exit": 0, "wall_s": 0.0,
             "file": json.loads(args.config.read_text()), "path": str(args.config),

@@ -223,7 +223,8 @@ def traffic_table(rows: Sequence[TrialRow]) -> str:
     count = int(mixed[0][1].get("requests") or 0)
     lines = [f"Latency per request of the traffic ({count} requests, weighted), and start-up"]
     names = ("mean", "p50", "p95", "p99")
-    head = f"  {'trial':<9}" + "".join(f"{n:>10}" for n in names)
+    wide = max(9, *(len(row.label) + 1 for row, _ in mixed))
+    head = f"  {'trial':<{wide}}" + "".join(f"{n:>10}" for n in names)
     lines.append(head + f"{'eager p99':>11}{'p99 gain':>10}{'start-up':>10}")
     for row, t in mixed:
         p99, eager_p99 = t.get("p99_s"), t.get("eager_p99_s")
@@ -232,7 +233,7 @@ def traffic_table(rows: Sequence[TrialRow]) -> str:
         startup = t.get("startup_s")
         cells = "".join(f"{ms(t.get(f'{n}_s')):>10}" for n in names)
         lines.append(
-            f"  {row.label:<9}{cells}{ms(eager_p99):>11}{times(gain, 2):>10}"
+            f"  {row.label:<{wide}}{cells}{ms(eager_p99):>11}{times(gain, 2):>10}"
             + f"{'-' if startup is None else f'{startup:.1f}s':>10}"
         )
     return "\n".join(lines)

@@ -141,6 +141,15 @@ def _usable_presets(
                 f"preset {preset.name!r} is measured only under an accuracy contract: it sets "
                 f"{', '.join(inactive)}, which changes numerics (state one with --accuracy)"
             )
+        elif (
+            inactive
+            and not context["padding"]
+            and any("padding" in (by_param[p].when or "") for p in inactive)
+        ):
+            notes.append(
+                f"preset {preset.name!r} is measured only for a model that declares how its "
+                f"inputs pad (a model file's PADDING): it sets {', '.join(inactive)}"
+            )
         elif inactive:
             notes.append(
                 f"preset {preset.name!r} is not measured here: {', '.join(inactive)} is off "
