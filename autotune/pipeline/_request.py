@@ -86,6 +86,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         triton_version=triton_version(),
         accuracy=args.accuracy,
         traffic=traffic,
+        max_startup_s=args.max_startup_s,
     )
     study = args.study or f"{model.stem}-{device.replace(':', '')}"
     given = frozenset(SETTINGS_OF[name] for name in args.given if name in SETTINGS_OF)

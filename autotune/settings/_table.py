@@ -259,6 +259,17 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "--max-startup-s",
+        field="max_startup_s",
+        kind="positive_float",
+        metavar="SECONDS",
+        help=(
+            "what a config may cost before it serves at full speed: its compile of every shape "
+            "the traffic brings (without a traffic mix, of its inputs); above it a trial is "
+            "infeasible (startup_budget)"
+        ),
+    ),
+    Option(
         "--max-latency-ms",
         field="max_latency_s",
         kind="positive_float",

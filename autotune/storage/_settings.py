@@ -68,6 +68,9 @@ class StudySettings:
     # shape a request the model file's get_request(device, **shape) builds; None: the model
     # file's get_inputs (or get_traffic) says the calls.
     traffic: list[dict[str, Any]] | None = None
+    # --max-startup-s: a trial whose start-up (its compile of every shape it measured) is
+    # longer is infeasible.
+    max_startup_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

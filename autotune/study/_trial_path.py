@@ -298,8 +298,8 @@ def config_for(
 
 
 def within_budgets(result: TrialResult, settings: StudySettings) -> TrialResult:
-    """A trial that ran and matched eager, but broke --memory-budget or --max-latency-ms,
-    is infeasible."""
+    """A trial that ran and matched eager, but broke --memory-budget, --max-latency-ms or
+    --max-startup-s, is infeasible."""
     if not result.ok:
         return result
     memory, peak = settings.memory_budget_bytes, result.peak_memory_bytes
@@ -315,6 +315,16 @@ def within_budgets(result: TrialResult, settings: StudySettings) -> TrialResult:
         why = f"latency {latency * 1e3:.3g} ms exceeds --max-latency-ms {cap * 1e3:g}"
         return dataclasses.replace(
             result, status="failed", failure_kind="latency_budget", error=why
+        )
+    startup = (result.traffic or {}).get("startup_s", result.compile_time_s)
+    cap_s = settings.max_startup_s
+    if cap_s is not None and startup is not None and startup > cap_s:
+        why = (
+            f"start-up {startup:.1f} s (compiling every shape it serves) exceeds "
+            f"--max-startup-s {cap_s:g}"
+        )
+        return dataclasses.replace(
+            result, status="failed", failure_kind="startup_budget", error=why
         )
     return result
 

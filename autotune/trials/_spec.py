@@ -18,6 +18,7 @@ FAILURE_KINDS = (
     "model_error",  # the model file broke its contract or eager itself failed
     "memory_budget",  # ran and matched eager, but its peak memory broke --memory-budget
     "latency_budget",  # ran and matched eager, but one call took longer than --max-latency-ms
+    "startup_budget",  # ran and matched eager, but its start-up broke --max-startup-s
     "recompile_storm",  # hit Dynamo's recompile limit: new shapes silently ran eager
     # torch.compile compiled no graph in the config's scope: the trial would measure eager
     # under another name (it is not timed, and does not count against --trials)

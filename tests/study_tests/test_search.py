@@ -294,6 +294,27 @@ def test_a_broken_memory_budget_makes_a_trial_infeasible(request_for):
     assert "exceeds --memory-budget 50 MiB" in measured[0].error
 
 
+def test_a_start_up_over_the_cap_makes_a_trial_infeasible(request_for):
+    # compile 0.5 s: under a cap of 1 s; a traffic's start-up of 3 s: over it
+    within = Search(request_for(trials=2, max_startup_s=1.0), TableRunner()).run()
+    assert all(r.status == "ok" for r in within if r.duplicate_of is None)
+
+    class Served(TableRunner):
+        def run(self, spec):
+            result = super().run(spec)
+            startup = None if spec.config is None else 3.0  # eager compiles nothing
+            result.traffic = {"requests": 2, "mean_s": 1e-3, "startup_s": startup}
+            return result
+
+    request = request_for(trials=2, study="served", max_startup_s=1.0)
+    records = Search(request, Served()).run()
+    measured = [r for r in records if r.baseline != "eager" and r.duplicate_of is None]
+    assert measured and all(r.failure_kind == "startup_budget" for r in measured)
+    assert "start-up 3.0 s (compiling every shape it serves) exceeds --max-startup-s 1" in (
+        measured[0].error
+    )
+
+
 def test_a_winner_within_the_noise_of_default_compile_gives_way_to_it(request_for):
     from autotune.decide._finalists import Finalist
 
