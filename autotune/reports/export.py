@@ -18,6 +18,12 @@ FORMATS = ("parquet", "csv")
 KNOB_PREFIX = "knob."
 
 # The fixed columns, in order: name -> pyarrow type name (see _TYPES).
+# A traffic mix's figures a trial records (TrialRecord.traffic), as traffic_* columns.
+TRAFFIC_FIGURES = (
+    "mean_s", "p50_s", "p95_s", "p99_s", "eager_mean_s", "eager_p50_s", "eager_p95_s",
+    "eager_p99_s", "startup_s",
+)  # fmt: skip
+
 COLUMNS: dict[str, str] = {
     "study_name": "string",
     "trial_number": "int64",
@@ -48,6 +54,8 @@ COLUMNS: dict[str, str] = {
     "speedup_vs_default": "float64",
     "score": "float64",  # the study's objective (higher is better)
     "peak_memory_bytes": "int64",
+    # over a traffic mix (get_traffic, --traffic): per request, weighted; empty otherwise
+    **{f"traffic_{k}": "float64" for k in TRAFFIC_FIGURES},
     "graphs": "int64",
     "graph_breaks": "int64",
     "recompiles": "int64",
@@ -66,6 +74,7 @@ COLUMNS: dict[str, str] = {
 }
 _SHAPE_COLUMNS = {
     "inputs": "string",
+    "weight": "float64",  # a traffic mix's share of the request; empty for a distribution
     "latency_median_s": "float64",
     "eager_latency_median_s": "float64",
     "speedup_vs_eager": "float64",
@@ -195,6 +204,7 @@ def _row(data: StudyData, row: TrialRow) -> dict[str, Any]:
         speedup_vs_default=r.speedup_vs_default,
         score=data.objective.score(r),
         peak_memory_bytes=r.peak_memory_bytes,
+        **{f"traffic_{k}": (r.traffic or {}).get(k) for k in TRAFFIC_FIGURES},
         graphs=r.graphs,
         graph_breaks=r.graph_breaks,
         recompiles=r.recompiles,

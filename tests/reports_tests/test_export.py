@@ -122,3 +122,47 @@ def test_baselines_and_presets_fill_the_knob_columns_from_their_configs(
         (None, "inductor", "default", "auto", False, True, None, None, "<root>"),  # freezing
         (None, "inductor", "default", "True", False, None, 128, None, "<root>"),  # fusion
     ]  # fmt: skip
+
+
+def test_a_traffic_mix_exports_its_weighted_figures_and_each_requests_share(
+    tmp_path, model_file, space_file
+):
+    import torch
+
+    from autotune.space import load_space
+    from autotune.storage import StudySettings
+    from autotune.study import Search, SearchRequest
+
+    class Served:
+        def run(self, spec):
+            result = scripted.ok(1.0 if spec.config is None else 1.25)
+            result.traffic = {
+                "requests": 2,
+                "mean_s": 1e-3,
+                "p50_s": 5e-4,
+                "p95_s": 5e-3,
+                "p99_s": 5e-3,
+                "startup_s": None if spec.config is None else 2.5,
+            }
+            result.per_shape = [{"inputs": "(1x16:float32)", "weight": 0.9},
+                                {"inputs": "(64x16:float32)", "weight": 0.1}]  # fmt: skip
+            return result
+
+        def close(self):
+            pass
+
+    space = load_space(space_file("aot_eager"), "cpu")
+    settings = StudySettings(
+        model_path=model_file("traffic"), device="cpu", space=space.to_dict(),
+        space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
+        trials=1, finalists=0,
+    )  # fmt: skip
+    request = SearchRequest("served", f"sqlite:///{tmp_path}/t.db", settings)
+    Search(request, Served()).run()
+    path = tmp_path / "served.parquet"
+    export_study(load_study_data(request.storage, "served", importance=False), path)
+
+    rows = pq.read_table(path).to_pylist()
+    default = next(r for r in rows if r["baseline"] == "default")
+    assert (default["traffic_p99_s"], default["traffic_startup_s"]) == (5e-3, 2.5)
+    assert (default["shape0.weight"], default["shape1.weight"]) == (0.9, 0.1)
