@@ -207,7 +207,9 @@ def _shape_plan(shapes: dict[str, Any], workload: dict[str, Any]) -> list[str]:
         f"{k or 'the output'} (dim {d})" for k, d in shapes.get("outputs", {}).items()
     )
     plan = str(shapes.get("plan"))
-    if plan == "marked":
+    if plan == "auto":
+        how = "shapes left to torch"
+    elif plan == "marked":
         how = f"the dimensions of {inputs} marked dynamic on every call: one dynamic graph"
     else:
         bucket = "the next power of two" if plan == "pad-pow2" else f"a multiple of {plan[4:]}"
@@ -215,6 +217,8 @@ def _shape_plan(shapes: dict[str, Any], workload: dict[str, Any]) -> list[str]:
             f"{inputs} padded to {bucket}, compiled static (a graph per bucket), "
             f"{outputs or 'no output'} cut back to the request's length"
         )
+    if shapes.get("eager_above") is not None:
+        how += f"; batches above {shapes['eager_above']} run eager (a compile threshold)"
     shapes_seen = len(workload.get("warmup") or [])
     warm = (
         f'; warmup="plan" compiles the {shapes_seen} shapes it was measured on'

@@ -13,7 +13,10 @@ SHAPE_PLANS = ("marked", "pad-pow2", "pad-16", "pad-32", "pad-64", "pad-128")
 AUTO = "auto"
 # The smallest bucket of pad-pow2.
 PAD_FLOOR = 8
-SHAPES_KEYS = ("plan", "inputs", "outputs")
+SHAPES_KEYS = ("plan", "inputs", "outputs", "eager_above")
+# A plan's compile threshold: calls whose batch (dimension 0 of the declared inputs) is larger
+# run the eager model (SGLang's torch_compile_max_bs).
+EAGER_ABOVE = "eager_above"
 PADDING_KEYS = ("inputs", "outputs")
 _EXAMPLE = '{"inputs": {"input_ids": {"dim": 1, "value": 0}}, "outputs": {"last_hidden_state": 1}}'
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
@@ -25,7 +28,7 @@ def padding_problems(d: Any, where: str) -> list[str]:
     output's key, index, or ``""`` for a bare tensor."""
     if not isinstance(d, Mapping):
         return [f"{where}: expected an object like {_EXAMPLE}, got {_show(d)}"]
-    problems = [f"{where}: unknown key {k!r}" for k in d if k not in (*PADDING_KEYS, "plan")]
+    problems = [f"{where}: unknown key {k!r}" for k in d if k not in SHAPES_KEYS]
     inputs, outputs = d.get("inputs"), d.get("outputs", {})
     if not isinstance(inputs, Mapping) or not inputs:
         problems.append(f"{where}.inputs: expected at least one input to pad, got {_show(inputs)}")
@@ -53,14 +56,21 @@ def padding_problems(d: Any, where: str) -> list[str]:
 
 
 def shapes_problems(d: Any, where: str) -> list[str]:
-    """Every problem of a config's ``shapes``: a plan of :data:`SHAPE_PLANS` and the padding
-    declaration it applies (:func:`padding_problems`)."""
+    """Every problem of a config's ``shapes``: a plan of :data:`SHAPE_PLANS` (``auto`` with a
+    compile threshold only), the threshold (``eager_above``: a batch size >= 1) and the padding
+    declaration they apply (:func:`padding_problems`)."""
     if not isinstance(d, Mapping):
         return [f"{where}: expected an object with keys {', '.join(SHAPES_KEYS)}, got {_show(d)}"]
     problems = []
-    if d.get("plan") not in SHAPE_PLANS:
+    threshold = d.get(EAGER_ABOVE)
+    if threshold is not None and not (_dim(threshold) and threshold >= 1):
         problems.append(
-            f"{where}.plan: expected one of {', '.join(SHAPE_PLANS)}, got {_show(d.get('plan'))}"
+            f"{where}.{EAGER_ABOVE}: expected a batch size >= 1, got {_show(threshold)}"
+        )
+    plans = SHAPE_PLANS if threshold is None else (AUTO, *SHAPE_PLANS)
+    if d.get("plan") not in plans:
+        problems.append(
+            f"{where}.plan: expected one of {', '.join(plans)}, got {_show(d.get('plan'))}"
         )
     return problems + padding_problems(d, where)
 

@@ -31,6 +31,7 @@ import torch
 
 from autotune.runtime._shape_rules import (
     AUTO,
+    EAGER_ABOVE,
     PAD_FLOOR,
     SHAPE_PLANS,
     bucket,
@@ -40,20 +41,36 @@ from autotune.runtime._shape_rules import (
 )
 
 __all__ = [
-    "AUTO", "PAD_FLOOR", "SHAPE_PLANS", "Call", "bucket", "call_spec", "cut", "padding_problems",
-    "pads", "plan_root", "plan_warmup", "planned", "shapes_problems", "synthesized", "warm_up",
+    "AUTO", "EAGER_ABOVE", "PAD_FLOOR", "SHAPE_PLANS", "Call", "bucket", "call_spec", "cut",
+    "padding_problems", "pads", "plan_root", "plan_warmup", "planned", "shapes_problems",
+    "synthesized", "warm_up",
 ]  # fmt: skip
 
 
-def planned(call: Callable[..., Any], shapes: Mapping[str, Any]) -> Callable[..., Any]:
+def planned(
+    call: Callable[..., Any],
+    shapes: Mapping[str, Any],
+    eager: Callable[..., Any] | None = None,
+) -> Callable[..., Any]:
     """``call`` with ``shapes``' plan around it: the declared dimensions marked, or the
-    declared inputs padded and the declared outputs cut back."""
+    declared inputs padded and the declared outputs cut back; with a compile threshold
+    (``eager_above``), a call whose batch is larger runs ``eager`` instead."""
     plan, inputs = str(shapes["plan"]), dict(shapes["inputs"])
     outputs = dict(shapes.get("outputs") or {})
+    threshold = shapes.get(EAGER_ABOVE)
+    if threshold is not None and eager is None:
+        raise ValueError(
+            f"a compile threshold ({EAGER_ABOVE} {threshold}) runs larger batches on the eager "
+            "model, which only a whole-model scope keeps; compile the whole model"
+        )
 
     def run(*args: Any, **kwargs: Any) -> Any:
         found = _declared(args, kwargs, inputs)
         if not found:
+            return call(*args, **kwargs)
+        if threshold is not None and eager is not None and _batch(found) > threshold:
+            return eager(*args, **kwargs)
+        if plan == AUTO:
             return call(*args, **kwargs)
         if plan == "marked":
             for tensor, dim, _ in found.values():
@@ -97,10 +114,12 @@ def plan_root(model: torch.nn.Module, compiled: torch.nn.Module, shapes: Mapping
     compiled in place or with compiled children, or a wrapper of it): outside the compiled
     region, so that Dynamo sees the padded shapes."""
     if compiled is not model:  # an OptimizedModule whose forward the caller set
-        compiled.__dict__["forward"] = planned(compiled.forward, shapes)
+        compiled.__dict__["forward"] = planned(compiled.forward, shapes, model.forward)
         return compiled
-    inner = model._compiled_call_impl or model._call_impl
-    model._compiled_call_impl = planned(inner, shapes)
+    inner = model._compiled_call_impl
+    # compiled in place: the eager path is the module's own; a regional scope keeps none
+    eager = model._call_impl if inner is not None else None
+    model._compiled_call_impl = planned(inner or model._call_impl, shapes, eager)
     return model
 
 
@@ -190,6 +209,10 @@ def _declared(
         if isinstance(value, torch.Tensor) and value.dim() > spec["dim"]:
             found[name] = (value, int(spec["dim"]), spec["value"])
     return found
+
+
+def _batch(found: Mapping[str, tuple[torch.Tensor, int, float]]) -> int:
+    return int(next(iter(found.values()))[0].shape[0])
 
 
 def _length(found: Mapping[str, tuple[torch.Tensor, int, float]]) -> int:

@@ -249,13 +249,11 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         stored="shapes",
         metavar="FILE",
         in_tune=False,
-        elsewhere=("autotune.tune takes the requests themselves, traffic=[(inputs, weight), ...]"),
+        elsewhere="autotune.tune takes the requests themselves, traffic=[(inputs, weight), ...]",
         help=(
             "a recorded traffic trace, CSV or Parquet: a count column and one column per "
             "argument of the model file's get_request(device, **shape); each shape is a "
-            "request timed on its own, and the study ranks by the traffic's weighted mean "
-            "latency, recording its p50/p95/p99 (a model file's get_traffic(device) says "
-            "the same in code)"
+            "request timed on its own, ranked by the traffic's weighted mean latency"
         ),
     ),
     Option(
@@ -264,9 +262,8 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         kind="positive_float",
         metavar="SECONDS",
         help=(
-            "what a config may cost before it serves at full speed: its compile of every shape "
-            "the traffic brings (without a traffic mix, of its inputs); above it a trial is "
-            "infeasible (startup_budget)"
+            "a config whose start-up (compiling every shape the traffic brings, else its "
+            "inputs) takes longer is infeasible (startup_budget)"
         ),
     ),
     Option(

@@ -78,9 +78,9 @@ def build(
         out.problems += found
         searched = possible and (allowed or not knob.numerics)
         out.notes += knob_notes(knob, device) if searched else []
-        if knob.param == "shapes.plan" and possible and not padding:
+        if knob.layer == "shapes" and possible and not padding:
             out.problems.append(
-                "shapes.plan applies the model's padding declaration, and this study has none: "
+                f"{knob.param} applies the model's padding declaration, and this study has none: "
                 'offer it with when = "padding" (a model file\'s PADDING, or '
                 "autotune.tune(padding=...), declares it)"
             )

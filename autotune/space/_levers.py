@@ -16,9 +16,10 @@ runs the prefill beside the decode steps the config compiles, see
 only (``when = "workload == 'generate'"``).
 
 ``[shapes]`` holds ``plan`` (``"auto"``, ``"marked"``, ``"pad-pow2"``, ``"pad-64"``, ...: the
-shape plan around a served model's calls, see :mod:`autotune.runtime.shapes`); it applies the
-model's padding declaration, so a space offers it only where the study has one (``when =
-"padding"``).
+shape plan around a served model's calls, see :mod:`autotune.runtime.shapes`) and
+``eager_above`` (``"none"``, or a batch size above which calls run eager: a compile
+threshold); they apply the model's padding declaration, so a space offers them only where
+the study has one (``when = "padding"``).
 
 ``[openvino]`` holds options of OpenVINO's ``torch.compile`` backend (see
 :mod:`autotune.runtime.openvino_backend`); they are suggested only when ``compile.backend`` is
@@ -50,10 +51,14 @@ TRAIN: dict[str, tuple[str, ...]] = {"optimizer": ("eager", "compiled")}
 TRAIN_DEFAULTS = {"optimizer": "eager"}
 GENERATE: dict[str, tuple[str, ...]] = {"prefill": PREFILLS}
 GENERATE_DEFAULTS = {"prefill": "eager"}
-SHAPES: dict[str, tuple[str, ...]] = {"plan": (AUTO, *SHAPE_PLANS)}
-SHAPES_DEFAULTS = {"plan": AUTO}
+SHAPES: dict[str, tuple[Any, ...]] = {
+    "plan": (AUTO, *SHAPE_PLANS),
+    # the compile threshold: batches above it run eager ("none": every batch compiled)
+    "eager_above": ("none", 1, 2, 4, 8, 16, 32, 64, 128, 256),
+}
+SHAPES_DEFAULTS = {"plan": AUTO, "eager_above": "none"}
 # The choice layers: each knob's allowed values and the value that leaves a config as eager.
-_CHOICES: dict[str, tuple[dict[str, tuple[str, ...]], dict[str, str]]] = {
+_CHOICES: dict[str, tuple[dict[str, tuple[Any, ...]], dict[str, str]]] = {
     "precision": (PRECISION, PRECISION_DEFAULTS),
     "train": (TRAIN, TRAIN_DEFAULTS),
     "generate": (GENERATE, GENERATE_DEFAULTS),

@@ -230,9 +230,12 @@ def config_from_values(
 
 
 def _shape_plan(chosen: dict[str, Any], padding: dict[str, Any] | None) -> dict[str, Any]:
-    """A config's ``shapes``: the plan chosen with the declaration it applies (none without
-    one: the space's build refuses a plan a study without a declaration could draw)."""
-    return {**chosen, **padding} if chosen and padding is not None else {}
+    """A config's ``shapes``: the plan and compile threshold chosen, with the declaration they
+    apply (none without one: the space's build refuses a plan a study without a declaration
+    could draw)."""
+    if not chosen or padding is None:
+        return {}
+    return {"plan": chosen.get("plan", "auto"), **chosen, **padding}
 
 
 def _non_default(values: dict[str, Any], config: Any) -> dict[str, Any]:

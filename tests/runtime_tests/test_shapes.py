@@ -90,3 +90,35 @@ def test_warm_up_calls_are_made_from_the_shapes_a_file_lists() -> None:
     assert len(plan_warmup({"warmup": [spec, call_spec((3,), {})]}, "cpu")) == 1
     with pytest.raises(ValueError, match='warmup="plan" compiles every shape'):
         plan_warmup({}, "cpu")
+
+
+def test_a_compile_threshold_runs_larger_batches_eager() -> None:
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    shapes = {"plan": "auto", "eager_above": 4, "inputs": {"0": {"dim": 0, "value": 0}},
+              "outputs": {}}  # fmt: skip
+    fast = autotune.apply(model, CompileConfig(backend="eager", dynamic=False, shapes=shapes))
+    with torch.no_grad():
+        for rows in (2, 3, 8, 16):
+            torch.testing.assert_close(fast(torch.ones(rows, 4)), model(torch.ones(rows, 4)))
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 2  # batches 2 and 3 only
+
+
+def test_a_compile_threshold_needs_a_whole_model_and_auto_needs_a_threshold() -> None:
+    class Two(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.a(x)
+
+    shapes = {"plan": "auto", "eager_above": 4, **TOKENS}
+    regional = CompileConfig(backend="eager", scope={"compile": ["a"]}, shapes=shapes)
+    with pytest.raises(ValueError, match="only a whole-model scope keeps"):
+        autotune.apply(Two(), regional)
+    with pytest.raises(ConfigError, match="shapes.plan: expected one of marked"):
+        CompileConfig(backend="eager", shapes={"plan": "auto", **TOKENS})
+    with pytest.raises(ConfigError, match="eager_above: expected a batch size >= 1"):
+        CompileConfig(backend="eager", shapes={"plan": "marked", "eager_above": 0, **TOKENS})

@@ -230,6 +230,8 @@ LEVERS = {
     "its own (and one more, dynamic, over a second prompt length) beside the decode graph",
     "shapes.plan": "tests/trials_tests/test_traffic.py: pad-pow2 compiles a graph per bucket "
     "(four over lengths 3 to 40), marked one dynamic graph, the cut outputs equal eager's",
+    "shapes.eager_above": "tests/runtime_tests/test_shapes.py: batches above the threshold run "
+    "eager, compiling no graph",
     "openvino.INFERENCE_PRECISION_HINT": "tests/trials_tests/test_levers.py: bf16 moves the "
     "error from float32's to bf16's",
     "openvino.PERFORMANCE_HINT": "tests/runtime_tests/test_openvino_effect.py: the compiled "

@@ -147,8 +147,10 @@ def test_shape_plans_are_searched_only_with_a_padding_declaration() -> None:
     assert not any(k.param == "shapes.plan" for k in plain.knobs if k.when is None)
     assert {p.name for p in plain.presets}.isdisjoint({"marked-dims", "pad-pow2"})
     served = load_space("cpu", "cpu", padding=PADDING)
-    plans = {c.shapes.get("plan") for c in _configs(served, 200)}
-    assert plans == {None, "marked", "pad-pow2", "pad-64"}
+    drawn = {(c.shapes.get("plan"), c.shapes.get("eager_above")) for c in _configs(served, 300)}
+    assert {plan for plan, _ in drawn} == {None, "auto", "marked", "pad-pow2", "pad-64"}
+    assert {above for _, above in drawn} == {None, 8, 32}  # the compile threshold
+    assert ("auto", None) not in drawn  # auto without a threshold is no plan at all
     config = served.preset_config(next(p for p in served.presets if p.name == "pad-pow2"))
     assert config.shapes == {"plan": "pad-pow2", **PADDING}  # the declaration travels with it
     assert config.compile_kwargs()["dynamic"] is False  # a graph per bucket
