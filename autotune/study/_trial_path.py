@@ -294,7 +294,11 @@ def config_for(
     config = space.suggest(trial, leave or ())
     # A scope with a part kept eager inside a compiled region cannot be one graph.
     fullgraph = config.fullgraph and named.fullgraph
-    return dataclasses.replace(config, scope=named.scope, fullgraph=fullgraph)
+    shapes = config.shapes
+    if named.scope.compile != ("",) and "eager_above" in shapes:  # needs the whole model eager
+        shapes = {k: v for k, v in shapes.items() if k != "eager_above"}
+        shapes = {} if shapes.get("plan") == "auto" else shapes
+    return dataclasses.replace(config, scope=named.scope, fullgraph=fullgraph, shapes=shapes)
 
 
 def within_budgets(result: TrialResult, settings: StudySettings) -> TrialResult:

@@ -101,3 +101,27 @@ class _Runner:
 
     def close(self) -> None:
         pass
+
+
+def test_a_regional_scope_draws_no_compile_threshold(space_file):
+    import optuna
+
+    from autotune.runtime.config import Scope
+    from autotune.scope import ScopePlan
+    from autotune.scope._candidates import NamedScope
+    from autotune.study._trial_path import config_for
+
+    padding = {"inputs": {"0": {"dim": 0, "value": 0}}, "outputs": {}}
+    raw = {"name": "s", "compile": {"backend": ["aot_eager"]},
+           "shapes": {"plan": ["auto", "marked"], "eager_above": ["none", 8]}}  # fmt: skip
+    from autotune.space import space_from_dict
+
+    space = space_from_dict({**raw, "padding": padding}, "cpu")
+    plan = ScopePlan([NamedScope("whole", Scope()), NamedScope("regional:a", Scope(("a",)))])
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    drawn = [config_for(study.ask(), None, space, plan) for _ in range(60)]
+    regional = [c for c in drawn if c.scope.compile != ("",)]
+    whole = [c for c in drawn if c.scope.compile == ("",)]
+    assert regional and all("eager_above" not in c.shapes for c in regional)
+    assert any(c.shapes.get("eager_above") == 8 for c in whole)
+    assert all(c.shapes.get("plan") != "auto" for c in regional if c.shapes)
