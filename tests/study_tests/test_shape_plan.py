@@ -109,13 +109,12 @@ def test_a_regional_scope_draws_no_compile_threshold(space_file):
     from autotune.runtime.config import Scope
     from autotune.scope import ScopePlan
     from autotune.scope._candidates import NamedScope
+    from autotune.space import space_from_dict
     from autotune.study._trial_path import config_for
 
     padding = {"inputs": {"0": {"dim": 0, "value": 0}}, "outputs": {}}
     raw = {"name": "s", "compile": {"backend": ["aot_eager"]},
            "shapes": {"plan": ["auto", "marked"], "eager_above": ["none", 8]}}  # fmt: skip
-    from autotune.space import space_from_dict
-
     space = space_from_dict({**raw, "padding": padding}, "cpu")
     plan = ScopePlan([NamedScope("whole", Scope()), NamedScope("regional:a", Scope(("a",)))])
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
