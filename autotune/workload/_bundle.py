@@ -5,7 +5,8 @@ them (:func:`bundle_module`); this module takes what it shares with the loader f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -60,13 +61,15 @@ def write_bundle(
     _steady_class_ids(model)
     buffer = io.BytesIO()
     try:
-        torch.save(payload, buffer, pickle_module=cloudpickle)
+        with _without_compile_marks(model):
+            torch.save(payload, buffer, pickle_module=cloudpickle)
     except Exception as exc:
         raise WorkloadError(
             f"The model and inputs cannot be saved for the trial processes: {one_line(exc)}. "
             "Pass an nn.Module (or a function that makes one) and tensors, or the tuples, dicts "
             "and lists of them that get_inputs returns."
         ) from exc
+    _add_manifest(buffer, {TRAFFIC: traffic is not None, PADDING: padding})
     data = buffer.getvalue()
     if isinstance(model, torch.nn.Module):
         name = type(model).__name__
@@ -79,6 +82,42 @@ def write_bundle(
         path.parent.mkdir(parents=True, exist_ok=True)
         write_bytes(path, data)
     return path
+
+
+# What the process that starts trials reads of a bundle without unpickling it (unpickling a
+# class pickled by value would reset its methods, and the next bundle of the same model would
+# differ): whether it holds a traffic mix, and its padding declaration (plain JSON).
+_MANIFEST = "autotune.json"
+
+
+def _add_manifest(buffer: Any, manifest: dict[str, Any]) -> None:
+    """Adds the manifest to the archive ``torch.save`` wrote (torch.load ignores it)."""
+    import json
+    import zipfile
+
+    try:
+        text = json.dumps(manifest, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise WorkloadError(
+            f"The padding declaration is not plain data ({one_line(exc)}): give a dict of "
+            'str keys, ints and numbers, e.g. {"inputs": {"input_ids": {"dim": 1, "value": '
+            '0}}, "outputs": {"last_hidden_state": 1}}.'
+        ) from exc
+    with zipfile.ZipFile(buffer, "a") as archive:
+        prefix = archive.namelist()[0].split("/")[0]
+        # A fixed time (zip's epoch): the same content is the same bytes, and the same bundle.
+        entry = zipfile.ZipInfo(f"{prefix}/{_MANIFEST}", date_time=(1980, 1, 1, 0, 0, 0))
+        archive.writestr(entry, text)
+
+
+def _manifest(data: bytes) -> dict[str, Any]:
+    import io
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        name = next((n for n in archive.namelist() if n.endswith(f"/{_MANIFEST}")), None)
+        return dict(json.loads(archive.read(name))) if name is not None else {}
 
 
 def _digest(data: bytes) -> str:
@@ -129,6 +168,7 @@ def _verified(file: Path) -> bytes:
 def bundle_module(file: Path) -> ModuleType:
     """A bundle as a model file's module: its functions read the file on their first call."""
     loaded: dict[str, Any] = {}
+    read: dict[str, Any] = {}  # the manifest, read without unpickling
 
     def content() -> dict[str, Any]:
         if not loaded:
@@ -152,6 +192,11 @@ def bundle_module(file: Path) -> ModuleType:
                 )
             loaded.update(found)
         return loaded
+
+    def manifest() -> dict[str, Any]:
+        if "manifest" not in read:
+            read["manifest"] = _manifest(_verified(file))
+        return read["manifest"]
 
     def get_model(device: str) -> Any:
         import copy
@@ -208,10 +253,10 @@ def bundle_module(file: Path) -> ModuleType:
         # the bundle holds it (read on first access, PEP 562).
         if name in ("train_step", "units") and content().get(name) is not None:
             return content()[name]
-        if name == TRAFFIC and content().get(TRAFFIC) is not None:
+        if name == TRAFFIC and manifest().get(TRAFFIC):
             return get_traffic
-        if name == PADDING and content().get(PADDING) is not None:
-            return content()[PADDING]
+        if name == PADDING and manifest().get(PADDING) is not None:
+            return manifest()[PADDING]
         raise AttributeError(f"model bundle {file.name} has no {name}")
 
     module = ModuleType(f"autotune_model_bundle_{file.stem.replace('-', '_')}")
@@ -221,6 +266,31 @@ def bundle_module(file: Path) -> ModuleType:
                  "__getattr__": optional}  # fmt: skip
     module.__dict__.update(functions)
     return module
+
+
+@contextlib.contextmanager
+def _without_compile_marks(model: Any) -> Iterator[None]:
+    """``model`` with the attributes torch.compile leaves on it set aside while it is saved,
+    and put back after (on its parameters and buffers once a compiled model has run,
+    ``_dynamo_static_input_type``; on a module it wrapped, ``_is_torch_compile``): a model
+    tuned, applied and tuned again is the same bundle, and so the same study."""
+    if not hasattr(model, "modules"):
+        yield
+        return
+    owners = [*model.modules(), *model.parameters(), *model.buffers()]
+    marks = [(o, {k: v for k, v in vars(o).items() if _compile_mark(k)}) for o in owners]
+    for owner, found in marks:
+        for name in found:
+            vars(owner).pop(name)
+    try:
+        yield
+    finally:
+        for owner, found in marks:
+            vars(owner).update(found)
+
+
+def _compile_mark(name: str) -> bool:
+    return name.startswith(("_dynamo", "_torchdynamo")) or name == "_is_torch_compile"
 
 
 def _steady_class_ids(model: Any) -> None:

@@ -89,3 +89,22 @@ def test_a_bundle_holds_a_traffic_mix_and_hashes_as_before_without_one(tmp_path)
     assert (first.weight, second.weight) == (3.0, 1.0)
     assert torch.equal(first.args[0], x) and second.kwargs["input"].shape == (1, 4)
     assert not hasattr(load_model_file(plain), "get_traffic")
+
+
+def test_a_model_compiled_and_run_is_still_the_same_bundle(tmp_path):
+    model, x = nn.Linear(4, 4), torch.ones(2, 4)
+    before = write_bundle(tmp_path, model, (x,))
+    torch.compile(model, backend="eager")(x)  # Dynamo marks the parameters it saw
+    assert any(k.startswith("_dynamo") for k in vars(model.weight))
+    assert write_bundle(tmp_path, model, (x,)) == before
+    assert any(k.startswith("_dynamo") for k in vars(model.weight))  # put back
+
+
+def test_a_bundles_traffic_and_padding_are_read_without_unpickling_it(tmp_path, monkeypatch):
+    padding = {"inputs": {"0": {"dim": 1, "value": 0}}, "outputs": {"": 1}}
+    path = write_bundle(tmp_path, nn.Linear(4, 4), None, [((torch.ones(1, 4),), 1)], padding)
+    module = load_model_file(path)
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("the bundle was unpickled"))
+    assert callable(module.get_traffic) and module.PADDING == padding
+    with pytest.raises(WorkloadError, match="not plain data"):
+        write_bundle(tmp_path, nn.Linear(4, 4), (torch.ones(1, 4),), None, {"inputs": {1, 2}})
