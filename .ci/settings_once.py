@@ -1,5 +1,6 @@
 """Each setting of `autotune search` is declared once: a row of the settings table
-(autotune/settings/_table.py). Lists, for every setting, the module that declares it, and fails
+(autotune/settings/_table.py, and the process's own options in autotune/settings/_process.py).
+Lists, for every setting, the module that declares it, and fails
 on a second declaration anywhere else in autotune/:
 
 - a table row (an `Option(...)` call);
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TABLE = "autotune/settings/_table.py"
+TABLES = (TABLE, "autotune/settings/_process.py")  # the study's settings, then the process's
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,13 @@ class Setting:
 def table(root: Path) -> list[Setting]:
     """The settings the table at ``root`` declares, read from its `Option(...)` rows."""
     found = []
-    for call in _calls(ast.parse((root / TABLE).read_text()), "Option"):
+    rows = (
+        call
+        for name in TABLES
+        if (root / name).exists()
+        for call in _calls(ast.parse((root / name).read_text()), "Option")
+    )
+    for call in rows:
         flag = _text(call.args[0]) if call.args else None
         if flag is None:
             continue
@@ -153,7 +161,7 @@ def main(root: Path = Path(".")) -> int:
     if not settings:
         print(f"settings: no Option rows in {TABLE}", file=sys.stderr)
         return 1
-    print(f"settings: {len(settings)}, each declared once, in {TABLE}:")
+    print(f"settings: {len(settings)}, each declared once, in {' and '.join(TABLES)}:")
     print("  " + ", ".join(s.flag for s in settings))
     found = problems(root, settings)
     for problem in found:

@@ -222,6 +222,21 @@ class Table:
                  "early": ten, "none": 0.0}[timing]  # fmt: skip
         return (row.get("compile_s") or 0.0) + self.overhead(digest) + timed
 
+    def split(self, digest: str, timing: str, measure_seconds: float) -> tuple[float, float]:
+        """The same trial with a builder (``--builders``): the builder's seconds (its cold
+        compile and process overhead) and the runner's (its warm compile from the builder's
+        caches, its process overhead and ``timing``); a failed build and a build of code timed
+        before (``none``) never reach the runner."""
+        row = self.rows[digest]
+        if not _ok(row):
+            return float(row.get("wall_s") or 0.0), 0.0
+        build = (row.get("compile_s") or 0.0) + self.overhead(digest)
+        if timing == "none":
+            return build, 0.0
+        timed = self.cost(digest, timing, measure_seconds) - build
+        warm = row.get("warm_compile_s") or (row.get("compile_s") or 0.0) / 4
+        return build, warm + self.overhead(digest) + timed
+
     def overhead(self, digest: str) -> float:
         """Seconds of a trial of ``digest`` that are neither its compile nor its timing: the
         process, its set-up and the check against eager (from its cold run)."""
@@ -295,6 +310,8 @@ class Trial:
     observed: dict[str, float] | None  # the run it measured (median, quartiles); None: failed
     timing: str  # full, short, early, none
     seconds: float
+    build_s: float = 0.0  # with a builder: the builder's seconds and the runner's (Table.split)
+    measure_s: float = 0.0
 
 
 @dataclass
@@ -356,7 +373,8 @@ def run_study(
             continue
         observed, timing = _measure(table, digest, kind, mechanisms, out.trials, timed_code, rng)
         out.trials.append(Trial(digest, kind, observed, timing,
-                                table.cost(digest, timing, MEASURE_SECONDS)))  # fmt: skip
+                                table.cost(digest, timing, MEASURE_SECONDS),
+                                *table.split(digest, timing, MEASURE_SECONDS)))  # fmt: skip
         value = seen[digest] = observed["speedup"] if observed else 0.0
         if observed and timing != "none":
             timed_code.setdefault(table.code[digest], observed)
@@ -431,12 +449,35 @@ def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
     return max(again, key=lambda dv: dv[1])[0], seconds
 
 
+# The builders modelled: one, and the default on a 16-core GPU node (autotune.pipeline._runners).
+BUILDERS = (1, 3)
+
+
+def pipelined_seconds(trials: list[Trial], builders: int) -> float:
+    """Wall seconds of ``trials`` (in the order asked) on ``builders`` builders and one runner,
+    as the search runs them: a job per builder, plus one, each holding a trial from its build
+    to its measurement; a trial takes the first free job, builds on the first free builder,
+    and is measured once both its build and the runner's previous measurement are done. The
+    picks are the sequential replay's: a trial asked while earlier ones still build is drawn
+    knowing less (constant liar), which this does not model."""
+    jobs, free, runner = [0.0] * (builders + 1), [0.0] * builders, 0.0
+    for t in trials:
+        j = min(range(len(jobs)), key=jobs.__getitem__)
+        b = min(range(builders), key=free.__getitem__)
+        built = free[b] = max(jobs[j], free[b]) + t.build_s
+        if t.measure_s:
+            runner = max(runner, built) + t.measure_s
+        jobs[j] = runner if t.measure_s else built
+    return max([runner, *free])
+
+
 def _figures(table: Table, runs: list[Replayed], budgets: list[int], wide: bool) -> dict:
     """Per budget: how good the pick is, and how many configurations an hour the search
     measures (its trials' seconds from the table, the finalist round's included)."""
     out = {}
     for budget in budgets:
         fractions, hits, configs, codes, seconds = [], 0, 0, 0, 0.0
+        piped = dict.fromkeys(BUILDERS, 0.0)
         for seed, replayed in enumerate(runs):
             pick, final_s = pick_at(replayed, budget, table, random.Random(seed), wide)
             true = table.true_speedup(pick) if pick else 0.0
@@ -446,6 +487,8 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], wide: bool)
             configs += len(trials)
             codes += len({table.code[t.digest] for t in trials})
             seconds += sum(t.seconds for t in trials) + final_s
+            for n in BUILDERS:
+                piped[n] += pipelined_seconds(trials, n) + final_s
         hours = seconds / 3600
         out[str(budget)] = {
             "median_fraction": statistics.median(fractions),
@@ -454,6 +497,10 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], wide: bool)
             "configs_per_hour": configs / hours if hours else None,
             "codes_per_hour": codes / hours if hours else None,
             "search_minutes": seconds / 60 / len(runs),
+            # the same searches with builders: configurations per hour, by builders
+            "configs_per_hour_builders": {
+                str(n): configs / (s / 3600) if s else None for n, s in piped.items()
+            },
         }
     return out
 
@@ -596,7 +643,13 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         "cells: median fraction of the optimum / worst decile / optimum within noise"
-        + (" / configurations per hour (distinct codes per hour)" if result["searches"] else ""),
+        + (
+            " / configurations per hour (distinct codes per hour) / configurations per hour "
+            f"with {' and '.join(map(str, BUILDERS))} builders (modelled: cold compile in the "
+            "builder, warm compile and timing in the runner, from the table's measured costs)"
+            if result["searches"]
+            else ""
+        ),
     ]
     for name, by in result["searches"].items():
         lines.append(f"- spared, {name}: {json.dumps(_rounded(by['spared']))}")
@@ -609,6 +662,9 @@ def _cell(v: dict[str, Any], rate: bool = False) -> str:
             f"{v['optimum_within_noise']:.0%}")  # fmt: skip
     if rate and v.get("configs_per_hour"):
         cell += f" / {v['configs_per_hour']:.0f} ({v['codes_per_hour']:.0f})"
+        piped = v.get("configs_per_hour_builders") or {}
+        if piped:
+            cell += " / " + ", ".join(f"{rate:.0f}" for rate in piped.values() if rate)
     return cell
 
 

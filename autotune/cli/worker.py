@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from autotune._printable import say
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         allow_unsafe_knobs=tuple(args.allow_unsafe_knobs),
     )  # fmt: skip
     progress = Progress(quiet=args.quiet)
-    search = join_search(request, args.jobs, args.trial_host, progress.note)
+    search = join_search(request, args.jobs, args.trial_host, progress.note, args.builders)
     local, runners = search.session.local, search.runners
     progress.attach(search, "worker")
     s = search.session.settings
@@ -142,18 +143,18 @@ def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress)
 
 
 def _per_gpu(args: argparse.Namespace) -> int:
-    """One worker process per GPU, each seeing only its own; their lines are prefixed with the
-    GPU. A signal to this process goes to every worker, and each dies with it."""
-    from autotune.trials import dies_with_us
-
+    """One worker process per GPU, each seeing only its own GPU and its share of the CPU cores
+    (its compiles and builders then never crowd another GPU's); their lines are prefixed with
+    the GPU. A signal to this process goes to every worker, and each dies with it."""
     argv = _without_gpus(args.argv)
     procs, echoes = [], []
-    for gpu in args.gpus:
+    shares = _core_shares(len(args.gpus))
+    for gpu, cores in zip(args.gpus, shares, strict=True):
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
         proc = subprocess.Popen(
             [sys.executable, "-m", "autotune.cli", *argv, "--device", "cuda"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            preexec_fn=dies_with_us(signal.SIGTERM),  # a clean stop when this process dies
+            preexec_fn=_worker_start(cores),
         )  # fmt: skip
         echo = threading.Thread(target=_prefix, args=(proc.stdout, f"[gpu {gpu}] "), daemon=True)
         echo.start()
@@ -170,6 +171,31 @@ def _per_gpu(args: argparse.Namespace) -> int:
     for echo in echoes:  # every worker's last lines are printed before this process exits
         echo.join(timeout=5)
     return next((code for code in codes if code), 0)
+
+
+def _core_shares(workers: int) -> list[set[int] | None]:
+    """This process's CPU cores split evenly among ``workers`` (None each where there are
+    fewer cores than workers: they share them all, as before)."""
+    cores = sorted(os.sched_getaffinity(0))
+    share = len(cores) // workers
+    if share == 0:
+        return [None] * workers
+    return [set(cores[i * share : (i + 1) * share]) for i in range(workers)]
+
+
+def _worker_start(cores: set[int] | None) -> Callable[[], None]:
+    """In a GPU's worker, before it runs: keep to its cores, and stop cleanly (SIGTERM) when
+    this process dies."""
+    from autotune.trials import dies_with_us
+
+    die = dies_with_us(signal.SIGTERM)
+
+    def start() -> None:
+        if cores:
+            os.sched_setaffinity(0, cores)
+        die()
+
+    return start
 
 
 def _without_gpus(argv: list[str]) -> list[str]:

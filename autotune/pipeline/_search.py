@@ -36,11 +36,15 @@ def open_search(
         return Search(session)
     device = session.local.device
     resolve_device(device, remedy=NO_CUDA, named=f"The study's device {device}")
-    return Search(session, trial_runners(args.jobs, args.trial_host, device))
+    return Search(session, trial_runners(args.jobs, args.trial_host, device, args.builders))
 
 
 def join_search(
-    request: SearchRequest, jobs: int, trial_host: str, on_note: Callable[[str], None]
+    request: SearchRequest,
+    jobs: int,
+    trial_host: str,
+    on_note: Callable[[str], None],
+    builders: int | None = None,
 ) -> Search:
     """The search of a process that joins a study (``autotune worker``): its session, which
     waits for a study not created yet (until the request's deadline), and this process's
@@ -64,7 +68,7 @@ def join_search(
         time.sleep(min(JOIN_POLL_S, request.deadline.left()))
     device = session.local.device
     resolve_device(device, remedy="Run the worker where the study's device is.")
-    return Search(session, trial_runners(jobs, trial_host, device))
+    return Search(session, trial_runners(jobs, trial_host, device, builders))
 
 
 def effort_line(effort: str, request: SearchRequest) -> str:

@@ -179,14 +179,19 @@ def tell_sampler(session: Session) -> int:
 
 
 def run_combinations(
-    session: Session, run: Callable[[optuna.Trial], object], must_stop: Callable[[], bool]
+    session: Session,
+    run: Callable[[optuna.Trial], object],
+    must_stop: Callable[[], bool],
+    drain: Callable[[], None] = lambda: None,
 ) -> optuna.Trial | None:
-    """After the presets: queues the winners' combinations, runs them until ``must_stop``, then
+    """After the presets: queues the winners' combinations, runs them until ``must_stop`` (a
+    ``run`` that returns at once runs them on several jobs, ``drain`` waits for them), then
     tells the sampler; returns a trial asked that was none of them (for the caller to run)."""
     if must_stop():
         return None
     enqueue_combinations(session)
     early = run_waiting(session, pending_combinations, COMBINATION_ATTR, run, must_stop)
+    drain()
     tell_sampler(session)
     return early
 

@@ -41,20 +41,24 @@ def pending_presets(session: Session) -> int:
 
 
 def run_queued(
-    session: Session, run: Callable[[optuna.Trial], object], must_stop: Callable[[], bool]
+    session: Session,
+    run: Callable[[optuna.Trial], object],
+    must_stop: Callable[[], bool],
+    start: Callable[[optuna.Trial], object] | None = None,
+    drain: Callable[[], None] = lambda: None,
 ) -> optuna.Trial | None:
-    """Runs the waiting baselines, then the waiting presets (each compiles the whole model),
-    until ``must_stop``: the scope probes come after them, so that a search that stops because
-    compiling does not pay has probed nothing. Returns a trial asked that was neither (another
-    process took the last one), for the caller to run once the scope plan is known."""
-    waiting: list[tuple[Callable[[Session], object], str]] = [
-        (pending_baselines, BASELINE_ATTR), (pending_presets, PRESET_ATTR),
-    ]  # fmt: skip
-    for pending, attr in waiting:
-        early = run_waiting(session, pending, attr, run, must_stop)
-        if early is not None:
-            return early
-    return None
+    """Runs the waiting baselines with ``run``, then the waiting presets (each compiles the
+    whole model) with ``start`` (default ``run``; a start that returns at once runs them on
+    several jobs, and ``drain`` waits for them), until ``must_stop``: the scope probes come
+    after them, so that a search that stops because compiling does not pay has probed
+    nothing. Returns a trial asked that was neither (another process took the last one), for
+    the caller to run once the scope plan is known."""
+    early = run_waiting(session, pending_baselines, BASELINE_ATTR, run, must_stop)
+    if early is not None:
+        return early
+    early = run_waiting(session, pending_presets, PRESET_ATTR, start or run, must_stop)
+    drain()
+    return early
 
 
 def run_waiting(

@@ -9,7 +9,6 @@ baselines and presets (``_queue``), the scope claim (``_scope_claim``), one tria
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 import warnings
@@ -24,16 +23,16 @@ from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.scope import SCOPE_PARAM
 from autotune.storage import CONSTRAINT_ATTR
-from autotune.study._combine import combine_and_tell, run_combinations
+from autotune.study._combine import combine_and_tell
 from autotune.study._ends import Ended, space_spent
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
+from autotune.study._jobs import run_queue
 from autotune.study._queue import (
     compile_does_not_pay,
     enqueue_missing_baselines,
     enqueue_presets,
     pending_baselines,
-    run_queued,
     whole_model_failed,
 )
 from autotune.study._scope_claim import settle_scope_plan
@@ -129,9 +128,8 @@ class Search:
         early: optuna.Trial | None = None  # a search trial asked before the scope plan is known
         try:
             # Baselines, presets, then the winners combined: before the scope probes.
-            run = functools.partial(self.trials.run, self.runners[0])
-            early = run_queued(self.session, run, self._must_stop)
-            early = early or run_combinations(self.session, run, self._must_stop)
+            s, run, stop = self.session, self.trials.run, self._must_stop
+            early = run_queue(s, run, self.runners, stop, self._stopping)
             if not self._must_stop():
                 failed = whole_model_failed(self.session)
                 if failed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotune.trials._builder import BuilderPool, Measurer, PipelinedRunner
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
 from autotune.trials._preloaded import HOST_LOG_PREFIX, PreloadedHostRunner
@@ -26,6 +27,9 @@ from autotune.trials._spec import (
 )
 
 __all__ = [
+    "BuilderPool",
+    "Measurer",
+    "PipelinedRunner",
     "CACHE_PARTS",
     "DEFAULT_PRECISION",
     "HOST_LOG_PREFIX",

@@ -36,6 +36,7 @@ from autotune.trials._code import code_identity, output_code
 from autotune.trials._judged import Judged
 from autotune.trials._many import name_call, per_shape, record_traffic, warmup_specs
 from autotune.trials._phase import write_phase
+from autotune.trials._slot import device_slot
 from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import (
     Call,
@@ -69,20 +70,28 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
         "batch_size": spec.batch_size,
     }
     try:
-        if spec.workload == "train":
-            with torch.enable_grad():
-                return _train_trial(spec, config, deadline, facts)
-        if spec.workload == "generate":
-            with torch.no_grad():
-                return _generate_trial(spec, config, deadline, facts)
-        with torch.no_grad():
-            started = time.perf_counter()
-            work = _setup(spec)
-            _record_setup(facts, started, work.calls, work.model, work.units)
-            facts["warmup"] = warmup_specs(work.calls)
-            return _compile_and_time(spec, config, work, deadline, facts)
+        with device_slot(spec):
+            return _measure(spec, config, deadline, facts)
     except TrialFailure as failure:
         return TrialResult.failed(failure.kind, str(failure), **facts)
+
+
+def _measure(
+    spec: TrialSpec, config: CompileConfig | None, deadline: float, facts: dict[str, Any]
+) -> TrialResult:
+    """The trial of the spec's workload, holding the device slot where one is shared."""
+    if spec.workload == "train":
+        with torch.enable_grad():
+            return _train_trial(spec, config, deadline, facts)
+    if spec.workload == "generate":
+        with torch.no_grad():
+            return _generate_trial(spec, config, deadline, facts)
+    with torch.no_grad():
+        started = time.perf_counter()
+        work = _setup(spec)
+        _record_setup(facts, started, work.calls, work.model, work.units)
+        facts["warmup"] = warmup_specs(work.calls)
+        return _compile_and_time(spec, config, work, deadline, facts)
 
 
 def _record_setup(
@@ -144,8 +153,8 @@ def _compile_and_time(
     _raise_unless_correct(report, config, "two eager calls")
     raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
-    if same is not None:
-        return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
+    if same is not None or spec.build_only:
+        return _untimed_result(compile_s, report, facts, spec.relaxed_numerics, same)
     if work.calls[0].weight is not None:
         mix = [(c, c.weight or 0.0) for c in work.calls]
         timing = _time(spec, partial(_one, work.model), partial(_one, target.fn),
@@ -201,15 +210,16 @@ def _equivalent(
     return spec.known_code.get(facts["code_hash"] or "")
 
 
-def _equivalent_result(
+def _untimed_result(
     compile_s: float | None,
     report: measure.AccuracyReport | Judged,
     facts: dict[str, Any],
     relaxed: bool,
-    same: int,
+    same: int | None,
 ) -> TrialResult:
-    """A trial that compiled to code already timed as trial ``same``: it passed the gate, and
-    its steady state is that trial's (filled in by whoever reads the result)."""
+    """A trial that passed the gate and is not timed: it compiled to code already timed as
+    trial ``same`` (its steady state is that trial's, filled in by whoever reads the result),
+    or it is a builder's (``same`` None), whose measuring trial times it."""
     facts["phases"]["timing_s"] = 0.0
     facts["peak_memory_bytes"] = None
     facts.update(dynamo_facts())
@@ -237,8 +247,11 @@ def _train_trial(
         _raise_unless_correct(report, config, _EAGER_STEPS)
         # Code already timed passed this gate then: only a gate of its own (below) waits.
         same = _equivalent(spec, config, codes, facts)
-        if same is not None:
-            return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
+        if same is not None or spec.build_only:
+            return _untimed_result(compile_s, report, facts, spec.relaxed_numerics, same)
+    if spec.build_only:  # compiled and (where it can be here) checked: the gate's copy waits
+        held = Judged(True, "", {"held_to": "the measuring trial's gate"})
+        return _untimed_result(compile_s, held, facts, spec.relaxed_numerics, None)
     eager, calls = work.eager, work.calls
     assert eager is not None
     # The gate's own compile comes after timing: leave it twice what the first one took.
@@ -273,8 +286,8 @@ def _generate_trial(
     _raise_unless_correct(report, config, "two eager generate() runs")
     raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
-    if same is not None:
-        return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
+    if same is not None or spec.build_only:
+        return _untimed_result(compile_s, report, facts, spec.relaxed_numerics, same)
     eager_fn, compiled_fn = _generate.sweeps(work, compiled=config is not None)
     timing = _time(spec, eager_fn, compiled_fn, deadline - 1.0, facts)
     raise_on_recompile_storm()

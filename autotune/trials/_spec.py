@@ -92,6 +92,12 @@ class TrialSpec:
     # Knobs refused from data that the config may set anyway (``inductor.cpp.cxx``): named by
     # the operator (a space's [unsafe] table, --allow-unsafe-knob), never by a database row.
     allow_unsafe_knobs: list[str] = field(default_factory=list)
+    # A builder's trial (autotune.trials._builder): it compiles, checks and names its code, and
+    # stops before timing; the measuring trial that follows compiles from the caches it filled.
+    build_only: bool = False
+    # On a GPU shared by a builder and the measuring trial: the lock file whose holder alone
+    # may launch kernels (autotune.trials._slot); None where nothing shares the device.
+    device_slot: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

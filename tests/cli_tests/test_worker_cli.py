@@ -353,3 +353,13 @@ def test_an_out_in_a_folder_that_does_not_exist_is_refused_before_any_trial(tmp_
                  "--out", str(out)])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "--out" in err and "does not exist" in err and "Traceback" not in err
+
+
+def test_each_gpus_worker_keeps_to_its_share_of_the_cores(monkeypatch):
+    from autotune.cli import worker
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)))
+    shares = worker._core_shares(4)
+    assert shares == [set(range(i * 4, i * 4 + 4)) for i in range(4)]  # builders: none each
+    assert worker._core_shares(2)[1] == set(range(8, 16))  # 8 each: one builder each
+    assert worker._core_shares(32) == [None] * 32  # fewer cores than GPUs: shared, as before

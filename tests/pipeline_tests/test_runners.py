@@ -1,0 +1,120 @@
+"""How many builders compile ahead, on which cores, and a search run through them."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from autotune.errors import UsageError
+from autotune.pipeline._runners import builder_count, pipeline_cores, trial_runners
+from autotune.space import load_space
+from autotune.storage import StudySettings
+from autotune.study import Search, SearchRequest
+from autotune.trials import BuilderPool, Measurer, PipelinedRunner, TrialResult, TrialSpec
+
+
+@pytest.mark.parametrize(
+    "device, cores, expected",
+    [
+        ("cpu", 64, 0),  # a CPU device times on every core: none spare
+        ("cuda:0", 2, 0),  # this project's CI machine: as today
+        ("cuda:0", 7, 0),
+        ("cuda:0", 8, 1),  # 2 measure, 6 compile (one builder of 4)
+        ("cuda:0", 16, 3),  # the GPU nodes lent to this project
+        ("cuda:0", 64, 4),  # at most 4 by default: each holds the model in memory
+    ],
+)
+def test_builders_by_default_only_where_cores_are_spare(device, cores, expected):
+    assert builder_count(None, device, cores) == expected
+
+
+def test_builders_are_off_by_default_beside_parallel_jobs_and_refused_with_them():
+    assert builder_count(None, "cuda:0", 16, jobs=2) == 0
+    with pytest.raises(UsageError, match=r"--builders 2 goes with one measuring job.*--jobs 1"):
+        builder_count(2, "cpu", 16, jobs=2)
+
+
+def test_builders_asked_for_need_a_core_each_beside_the_runners():
+    assert builder_count(1, "cpu", 2) == 1  # asked for: even on a CPU device
+    assert builder_count(0, "cuda:0", 16) == 0  # the flag that turns it off
+    with pytest.raises(UsageError, match=r"needs 3 CPU cores.*may use 2; pass --builders 1"):
+        builder_count(2, "cpu", 2)
+
+
+@pytest.mark.parametrize(
+    "builders, device, cores, runner, each",
+    [
+        (1, "cpu", 2, [0], [[1]]),
+        (1, "cpu", 16, list(range(8)), [list(range(8, 16))]),  # the runner keeps half
+        (2, "cpu", 9, list(range(5)), [[5, 6], [7, 8]]),
+        (3, "cuda:0", 16, [0, 1], [[2, 3, 4, 5], [6, 7, 8, 9], [10, 11, 12, 13]]),
+        (2, "cuda:0", 3, [0], [[1], [2]]),  # a core each, at least
+    ],
+)
+def test_the_runner_and_each_builder_get_cores_of_their_own(builders, device, cores, runner,
+                                                            each):  # fmt: skip
+    got_runner, got_each = pipeline_cores(builders, device, list(range(cores)))
+    assert (got_runner, got_each) == (runner, each)
+    every = got_runner + [c for b in got_each for c in b]
+    assert len(every) == len(set(every))  # disjoint
+
+
+def test_a_search_with_builders_runs_one_job_per_builder_plus_one(monkeypatch):
+    monkeypatch.setenv("AUTOTUNE_TRIAL_RUNNER", "scripted:make")
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
+    runners = trial_runners(1, "preloaded", "cpu", builders=2)
+    assert len(runners) == 3 and all(isinstance(r, PipelinedRunner) for r in runners)
+    assert len({id(r.pool) for r in runners}) == 1 and runners[0].pool.live == 2
+    assert runners[0].slot is None  # a CPU device: cores apart, no device slot
+    runners = trial_runners(1, "preloaded", "cuda:0", builders=1)
+    assert runners[0].slot is not None and runners[0].slot.endswith("device-slot.lock")
+
+
+class Table:
+    """Builds answer compiled-and-checked; measurements a speedup by (fullgraph, dynamic)."""
+
+    def __init__(self) -> None:
+        self.specs: list[TrialSpec] = []
+        self.lock = threading.Lock()
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        with self.lock:
+            self.specs.append(spec)
+        if spec.build_only:
+            return TrialResult(status="ok", compile_time_s=4.0, wall_time_s=5.0,
+                               phases={"compile_s": 4.0})  # fmt: skip
+        speedup = 1.0 if spec.config is None else 1.2 + 0.1 * bool(spec.config["fullgraph"])
+        return TrialResult(
+            status="ok", compile_time_s=0.5, latency_median_s=1e-3 / speedup,
+            latency_iqr_s=1e-5, eager_latency_median_s=1e-3, speedup_vs_eager=speedup,
+            speedup_vs_eager_q1=speedup - 0.02, speedup_vs_eager_q3=speedup + 0.02,
+            peak_memory_bytes=2**20, environment={"host": "h", "torch": "2.13.0"},
+            model={"sha256": "abc", "parameters": 1}, inputs=["(4x16:float32)"],
+            phases={"compile_s": 0.5, "timing_s": 1.0}, wall_time_s=2.0,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def test_a_search_through_builders_measures_every_built_trial_once(tmp_path, model_file,
+                                                                   space_file):  # fmt: skip
+    space = load_space(space_file("aot_eager"), "cpu")
+    settings = StudySettings(
+        model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
+        space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
+        trials=4,
+    )  # fmt: skip
+    request = SearchRequest("s", f"sqlite:///{tmp_path}/t.db", settings)
+    builder, runner = Table(), Table()
+    pool, measurer = BuilderPool([builder]), Measurer(runner)
+    records = Search(request, [PipelinedRunner(pool, measurer) for _ in range(2)]).run()
+    searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
+    assert len(searched) == 4  # the budget holds with two jobs asking
+    compiled = [r for r in records if r.baseline != "eager" and r.duplicate_of is None]
+    assert all(r.compile_time_s == 4.0 for r in compiled)  # the builder's cold compile
+    assert all(not s.build_only for s in runner.specs) and all(s.build_only for s in builder.specs)
+    measured = [s for s in runner.specs if s.config is not None]
+    assert len(measured) == len(builder.specs) == len(compiled)  # each built trial timed once
