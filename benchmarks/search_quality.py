@@ -223,19 +223,15 @@ class Table:
         return (row.get("compile_s") or 0.0) + self.overhead(digest) + timed
 
     def split(self, digest: str, timing: str, measure_seconds: float) -> tuple[float, float]:
-        """The same trial with a builder (``--builders``): the builder's seconds (its cold
-        compile and process overhead) and the runner's (its warm compile from the builder's
-        caches, its process overhead and ``timing``); a failed build and a build of code timed
-        before (``none``) never reach the runner."""
+        """The same trial with builders (``--builders``): its seconds on builder cores (the
+        process, its set-up, the compile and the check against eager) and in the measuring
+        slot (``timing``); a trial that fails or generates code timed before (``none``) never
+        takes the slot."""
         row = self.rows[digest]
         if not _ok(row):
             return float(row.get("wall_s") or 0.0), 0.0
         build = (row.get("compile_s") or 0.0) + self.overhead(digest)
-        if timing == "none":
-            return build, 0.0
-        timed = self.cost(digest, timing, measure_seconds) - build
-        warm = row.get("warm_compile_s") or (row.get("compile_s") or 0.0) / 4
-        return build, warm + self.overhead(digest) + timed
+        return build, self.cost(digest, timing, measure_seconds) - build
 
     def overhead(self, digest: str) -> float:
         """Seconds of a trial of ``digest`` that are neither its compile nor its timing: the
@@ -247,13 +243,17 @@ class Table:
     def _timing_s(self, digest: str) -> float:
         return self.runs[digest][0].get("timing_s") or 1.0
 
-    def finalist_cost(self, digest: str, measure_seconds: float) -> float:
-        """A finalist's two fresh processes: cold, then warm, each timing about three times
+    def finalist_cost(self, digest: str, measure_seconds: float, warm: bool = True) -> float:
+        """A finalist's two fresh processes: cold, then warm (``warm`` False: the cold pass
+        left it behind, and its warm run is not run), each timing about three times
         ``measure_seconds`` (finalists time to a precision, for at most five times it)."""
         row = self.rows[digest]
         compile_s = row.get("compile_s") or 0.0
-        warm = row.get("warm_compile_s") or compile_s / 4
-        return compile_s + warm + 2 * self.overhead(digest) + 6 * measure_seconds
+        cold = compile_s + self.overhead(digest) + 3 * measure_seconds
+        if not warm:
+            return cold
+        warm_s = row.get("warm_compile_s") or compile_s / 4
+        return cold + warm_s + self.overhead(digest) + 3 * measure_seconds
 
 
 def _ok(row: dict[str, Any]) -> bool:
@@ -281,6 +281,9 @@ class Mechanisms:
     halving: bool = False  # a sampled trial times a quarter first; the rest only within reach
     inert: bool = False  # a knob shown to change nothing is left to torch
     wide_finalists: bool = False  # finalists: the best 3, and every one within the best's spread
+    # a finalist whose cold run is clearly behind the leader's is not run warm
+    # (autotune.decide._finalists.settled; modelled by its margin alone)
+    settled_finalists: bool = False
 
 
 # The searches compared at the same sampler (TPE multivariate, presets first): autotune before
@@ -289,9 +292,12 @@ class Mechanisms:
 SEARCHES = {
     "no screening": Mechanisms(same_code=False, early_stop=False),
     "main at issue 29": Mechanisms(),
-    "main now": Mechanisms(inert=True),
-    "+ halving": Mechanisms(inert=True, halving=True),
-    "+ halving + wide finalists": Mechanisms(inert=True, halving=True, wide_finalists=True),
+    "main before settled finalists": Mechanisms(inert=True),
+    "main now": Mechanisms(inert=True, settled_finalists=True),
+    "+ halving": Mechanisms(inert=True, halving=True, settled_finalists=True),
+    "+ halving + wide finalists": Mechanisms(
+        inert=True, halving=True, wide_finalists=True, settled_finalists=True
+    ),
 }
 NOW = "main now"
 MEASURE_SECONDS = 2.0  # autotune search's default --measure-seconds
@@ -427,10 +433,12 @@ def _inert(sampled: list[tuple[dict[str, Any], str]]) -> set[str]:
 
 
 def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
-            wide: bool = False) -> tuple[str | None, float]:  # fmt: skip
+            wide: bool = False, settle: bool = False) -> tuple[str | None, float]:  # fmt: skip
     """The config the search ships at ``budget`` trials, and the finalist round's seconds: the
     best observed trials (the 3 best; ``wide``: and every other whose upper quartile reaches
-    the best's lower one, up to 6) and default compile, re-measured; the best of them wins."""
+    the best's lower one, up to 6) and default compile, re-measured; the best of them wins
+    (``settle``: a finalist other than default whose figure is short of the leader's by the
+    product's margin runs cold only)."""
     trials = [t for t in replayed.trials[:budget] if t.observed]
     # an equivalent (same code, not timed) is never a finalist: the trial that timed it is
     ranked = sorted((t for t in trials if t.kind != "default" and t.timing != "none"),
@@ -444,20 +452,30 @@ def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
                                  [t.digest for t in trials if t.kind == "default"]))  # fmt: skip
     if not digests:
         return None, 0.0
+    from autotune.decide._finalists import SETTLED_MARGIN
+
     again = [(d, table.remeasure(d, rng)) for d in digests]
-    seconds = sum(table.finalist_cost(d, MEASURE_SECONDS) for d in digests)
+    leader = max(v for _, v in again)
+    default = {t.digest for t in trials if t.kind == "default"}
+    seconds = sum(
+        table.finalist_cost(d, MEASURE_SECONDS,
+                            warm=not settle or d in default or v * SETTLED_MARGIN >= leader)
+        for d, v in again
+    )  # fmt: skip
     return max(again, key=lambda dv: dv[1])[0], seconds
 
 
-# The builders modelled: one, and the default on a 16-core GPU node (autotune.pipeline._runners).
-BUILDERS = (1, 3)
+# The builders modelled: one, two, and the default on a 16-core GPU node (3:
+# autotune.pipeline._runners).
+BUILDERS = (1, 2, 3)
 
 
 def pipelined_seconds(trials: list[Trial], builders: int) -> float:
-    """Wall seconds of ``trials`` (in the order asked) on ``builders`` builders and one runner,
-    as the search runs them: a job per builder, plus one, each holding a trial from its build
-    to its measurement; a trial takes the first free job, builds on the first free builder,
-    and is measured once both its build and the runner's previous measurement are done. The
+    """Wall seconds of ``trials`` (in the order asked) on ``builders`` builder core sets and
+    one measuring slot, as the search runs them: a job per builder, plus one, each holding a
+    trial from its start to the end of its timing; a trial takes the first free job, compiles
+    on the first free builder cores, and is timed once both that and the previous timing are
+    done. The
     picks are the sequential replay's: a trial asked while earlier ones still build is drawn
     knowing less (constant liar), which this does not model."""
     jobs, free, runner = [0.0] * (builders + 1), [0.0] * builders, 0.0
@@ -471,7 +489,7 @@ def pipelined_seconds(trials: list[Trial], builders: int) -> float:
     return max([runner, *free])
 
 
-def _figures(table: Table, runs: list[Replayed], budgets: list[int], wide: bool) -> dict:
+def _figures(table: Table, runs: list[Replayed], budgets: list[int], m: Mechanisms) -> dict:
     """Per budget: how good the pick is, and how many configurations an hour the search
     measures (its trials' seconds from the table, the finalist round's included)."""
     out = {}
@@ -479,7 +497,8 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], wide: bool)
         fractions, hits, configs, codes, seconds = [], 0, 0, 0, 0.0
         piped = dict.fromkeys(BUILDERS, 0.0)
         for seed, replayed in enumerate(runs):
-            pick, final_s = pick_at(replayed, budget, table, random.Random(seed), wide)
+            pick, final_s = pick_at(replayed, budget, table, random.Random(seed),
+                                    m.wide_finalists, m.settled_finalists)  # fmt: skip
             true = table.true_speedup(pick) if pick else 0.0
             fractions.append(true / table.optimum)
             hits += true >= table.noise_floor
@@ -548,14 +567,14 @@ def replay(path: str, seeds: int, budgets: list[int], strategies: list[str],
             continue
         started = time.monotonic()
         runs = [run_study(table, strategy, seed, max(budgets)) for seed in range(seeds)]
-        out["strategies"][strategy] = _figures(table, runs, budgets, wide=False)
+        out["strategies"][strategy] = _figures(table, runs, budgets, Mechanisms())
         print(f"{strategy}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     for name in SEARCHES if searches is None else searches:
         started = time.monotonic()
         m = SEARCHES[name]
         runs = [run_study(table, "tpe-multivariate+presets", seed, max(budgets), m)
                 for seed in range(seeds)]  # fmt: skip
-        out["searches"][name] = {**_figures(table, runs, budgets, m.wide_finalists),
+        out["searches"][name] = {**_figures(table, runs, budgets, m),
                                  "spared": _spared(table, runs)}  # fmt: skip
         print(f"{name}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     out["warm_start"] = _warm_start(table, seeds, max(budgets))
@@ -645,8 +664,8 @@ def render(result: dict[str, Any]) -> str:
         "cells: median fraction of the optimum / worst decile / optimum within noise"
         + (
             " / configurations per hour (distinct codes per hour) / configurations per hour "
-            f"with {' and '.join(map(str, BUILDERS))} builders (modelled: cold compile in the "
-            "builder, warm compile and timing in the runner, from the table's measured costs)"
+            f"with {', '.join(map(str, BUILDERS))} builders (modelled from the table's measured "
+            "costs: set-up, compile and check on builder cores, timing in the measuring slot)"
             if result["searches"]
             else ""
         ),

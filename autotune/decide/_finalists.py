@@ -155,18 +155,58 @@ def remeasure(
         allowed = list(allow_unsafe_knobs)
         specs = [dataclasses.replace(s, allow_unsafe_knobs=allowed) for s in specs]
         cold = [run(r, spec, "cold") for r, spec in zip(finalists, specs, strict=True)]
+        behind = settled(finalists, cold, settings)
         warm: dict[int, TrialResult] = {}
         for i in reversed(range(len(finalists))):
-            # A finalist that failed cold is not run again: its failure stands for both.
-            if cold[i].ok:
+            # A finalist that failed cold is not run again: its failure stands for both; nor
+            # is one the cold pass left clearly behind: its cold run stands for both.
+            if cold[i].ok and i not in behind:
                 warm[i] = run(finalists[i], specs[i], "warm")
             else:
                 warm[i] = cold[i]
                 on_result(finalists[i], "warm", cold[i])
+                if i in behind:
+                    on_note(f"  warm {_who(finalists[i])}: not run: {behind[i]}")
     done = [Finalist(r, cold[i], warm[i]) for i, r in enumerate(finalists)]
     for f in done:
         on_note(_line(f))
     return done
+
+
+# A finalist is left behind by the cold pass only when its cold run is this much slower than the
+# leader's besides their quartiles not overlapping: a config's speedup drifts between processes
+# by more than one process's quartiles show (the convnet's second process over its first:
+# quartiles 0.937 to 1.050, benchmarks/results/search_quality_cpu.md).
+SETTLED_MARGIN = 1.10
+
+
+def settled(
+    finalists: list[TrialRecord], cold: list[TrialResult], settings: StudySettings
+) -> dict[int, str]:
+    """The finalists the cold pass leaves clearly behind its leader, by index, with why: their
+    warm run could not make them win, so it is not run (the round costs a process less for
+    each). Only under the latency objective, where the winner is the fastest steady state
+    (the amortized objective charges compile times, and a --pareto front keeps slower
+    configs); never the leader, nor default torch.compile (every finalist's speedup over the
+    default is read from its pooled runs)."""
+    if settings.objective != "latency" or settings.pareto:
+        return {}
+    ran = [(i, c) for i, c in enumerate(cold) if c.ok and c.speedup_vs_eager]
+    if len(ran) < 2:
+        return {}
+    lead, best = max(ran, key=lambda ic: ic[1].speedup_vs_eager or 0.0)
+    reach = best.speedup_vs_eager_q1 or best.speedup_vs_eager or 0.0
+    behind = {}
+    for i, c in ran:
+        speedup, top = c.speedup_vs_eager or 0.0, c.speedup_vs_eager_q3 or 0.0
+        if i == lead or finalists[i].baseline == "default":
+            continue
+        if top < reach and speedup * SETTLED_MARGIN < (best.speedup_vs_eager or 0.0):
+            behind[i] = (
+                f"its cold run ({speedup:.2f}x eager, q3 {top:.2f}x) is clearly behind "
+                f"{_who(finalists[lead])}'s ({best.speedup_vs_eager:.2f}x, q1 {reach:.2f}x)"
+            )
+    return behind
 
 
 def _who_all(finalists: list[TrialRecord]) -> str:

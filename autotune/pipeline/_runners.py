@@ -1,6 +1,7 @@
 """The trial runners of a process that searches: one per --jobs on disjoint CPU cores, forked
 from a preloaded host or in fresh processes, or the runner ``$AUTOTUNE_TRIAL_RUNNER`` names;
-with --builders, compile processes on cores of their own beside one measuring runner."""
+with --builders, one job per builder plus one: trials compile on builder cores, and are measured
+one at a time on cores no compile uses."""
 
 from __future__ import annotations
 
@@ -12,16 +13,17 @@ from autotune import _scratch
 from autotune.errors import UsageError
 
 if TYPE_CHECKING:
+    from autotune._deadline import Deadline
     from autotune.trials import TrialRunner
 
 RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
 # Builders by default: on a GPU device with this many CPU cores or more (a CPU device times
-# on every core it has, so none are spare), one per 4 cores past the runner's, at most 4.
+# on every core it has, so none are spare), one per 4 cores past the measuring cores, at most 4.
 BUILDERS_FROM_CORES = 8
 _CORES_PER_BUILDER = 4
 _MAX_DEFAULT_BUILDERS = 4
-# The measuring runner's cores beside builders on a GPU: it launches kernels and compiles
-# warm from the builders' caches; the rest compile.
+# The measuring cores beside builders on a GPU: a trial there launches kernels; the rest
+# compile.
 _GPU_RUNNER_CORES = 2
 
 
@@ -45,7 +47,11 @@ def trial_runner() -> TrialRunner | None:
 
 
 def trial_runners(
-    jobs: int, trial_host: str, device: str, builders: int | None = 0
+    jobs: int,
+    trial_host: str,
+    device: str,
+    builders: int | None = 0,
+    deadline: Deadline | None = None,
 ) -> list[TrialRunner]:
     """This process's trial runners: one per --jobs, the preloaded host or fresh processes (or the
     runner $AUTOTUNE_TRIAL_RUNNER names); with builders (``None``: as many as the device and
@@ -56,7 +62,7 @@ def trial_runners(
     count = builder_count(builders, device, len(cores), jobs)
     kind = PreloadedHostRunner if trial_host == "preloaded" else SubprocessRunner
     if count:
-        return _pipelined(count, kind, device, cores)
+        return _pipelined(count, kind, device, cores, deadline)
     core_sets = _core_sets(jobs, device)
     replaced = [trial_runner() for _ in core_sets]
     if all(replaced):
@@ -67,7 +73,7 @@ def trial_runners(
 def builder_count(builders: int | None, device: str, cores: int, jobs: int = 1) -> int:
     """How many builders compile ahead: ``builders`` as given (--builders), checked against
     the cores and --jobs; by default, on a GPU device with ``BUILDERS_FROM_CORES`` cores or
-    more, one per 4 cores past the runner's (at most 4); none on a CPU device, whose
+    more, one per 4 cores past the measuring cores (at most 4); none on a CPU device, whose
     measurement uses every core, nor beside --jobs."""
     if builders is None:
         if device.startswith("cpu") or jobs > 1 or cores < BUILDERS_FROM_CORES:
@@ -77,14 +83,14 @@ def builder_count(builders: int | None, device: str, cores: int, jobs: int = 1) 
     if builders and jobs > 1:
         raise UsageError(
             f"--builders {builders} goes with one measuring job, not --jobs {jobs}: builders "
-            "compile ahead for the one process that times trials. Pass --jobs 1, or "
+            "compile ahead for trials measured one at a time. Pass --jobs 1, or "
             "--builders 0 to run parallel jobs that each compile and time."
         )
     if builders and builders + 1 > cores:
         raise UsageError(
-            f"--builders {builders} needs {builders + 1} CPU cores (one each, and the measuring "
-            f"process's), but this process may use {cores}; pass --builders {max(0, cores - 1)}"
-            " or fewer, or 0 to compile and time each trial in one process."
+            f"--builders {builders} needs {builders + 1} CPU cores (one each, and one to "
+            f"measure on), but this process may use {cores}; pass --builders {max(0, cores - 1)}"
+            " or fewer, or 0 to compile and time every trial on all of them."
         )
     return builders
 
@@ -92,7 +98,7 @@ def builder_count(builders: int | None, device: str, cores: int, jobs: int = 1) 
 def pipeline_cores(
     builders: int, device: str, cores: list[int]
 ) -> tuple[list[int], list[list[int]]]:
-    """The measuring runner's cores and each builder's, disjoint: on a CPU device the runner
+    """The measuring cores and each builder's, disjoint: on a CPU device the measurement
     keeps half (rounded up; its timings are the product's), on a GPU two; the builders share
     the rest evenly."""
     keep = (len(cores) + 1) // 2 if device.startswith("cpu") else _GPU_RUNNER_CORES
@@ -102,17 +108,19 @@ def pipeline_cores(
     return cores[:keep], [rest[i * share : (i + 1) * share] for i in range(builders)]
 
 
-def _pipelined(builders: int, kind: type, device: str, cores: list[int]) -> list[TrialRunner]:
-    """One pipelined job per builder plus one, sharing the builders and the measuring runner
-    (each the runner $AUTOTUNE_TRIAL_RUNNER names, where one is named)."""
-    from autotune.trials import BuilderPool, Measurer, PipelinedRunner
+def _pipelined(
+    builders: int, kind: type, device: str, cores: list[int], deadline: Deadline | None
+) -> list[TrialRunner]:
+    """One job per builder plus one, each running its trials in their place in one pipeline:
+    compiled on a builder core set, measured on the measuring cores (each job's runner the one
+    $AUTOTUNE_TRIAL_RUNNER names, where one is named; otherwise unpinned: the trial pins
+    itself as it moves)."""
+    from autotune.trials import Pipeline, PipelinedRunner
 
-    runner_cores, builder_cores = pipeline_cores(builders, device, cores)
-    measuring = trial_runner() or kind(cores=runner_cores)
-    pool = BuilderPool([trial_runner() or kind(cores=c) for c in builder_cores])
-    measurer = Measurer(measuring)
-    slot = None if device.startswith("cpu") else str(_scratch.run_root() / "device-slot.lock")
-    return [PipelinedRunner(pool, measurer, slot) for _ in range(builders + 1)]
+    measuring, building = pipeline_cores(builders, device, cores)
+    slot = str(_scratch.run_root() / "measure-slot.lock")
+    pipeline = Pipeline(slot, building, measuring, deadline)
+    return [PipelinedRunner(trial_runner() or kind(), pipeline) for _ in range(builders + 1)]
 
 
 def _core_sets(jobs: int, device: str) -> list[list[int] | None]:

@@ -36,7 +36,8 @@ def open_search(
         return Search(session)
     device = session.local.device
     resolve_device(device, remedy=NO_CUDA, named=f"The study's device {device}")
-    return Search(session, trial_runners(args.jobs, args.trial_host, device, args.builders))
+    jobs = trial_runners(args.jobs, args.trial_host, device, args.builders, request.deadline)
+    return Search(session, jobs)
 
 
 def join_search(
@@ -68,7 +69,7 @@ def join_search(
         time.sleep(min(JOIN_POLL_S, request.deadline.left()))
     device = session.local.device
     resolve_device(device, remedy="Run the worker where the study's device is.")
-    return Search(session, trial_runners(jobs, trial_host, device, builders))
+    return Search(session, trial_runners(jobs, trial_host, device, builders, request.deadline))
 
 
 def effort_line(effort: str, request: SearchRequest) -> str:

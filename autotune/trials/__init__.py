@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotune.trials._builder import BuilderPool, Measurer, PipelinedRunner
+from autotune.trials._builder import Pipeline, PipelinedRunner
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
 from autotune.trials._preloaded import HOST_LOG_PREFIX, PreloadedHostRunner
@@ -27,8 +27,7 @@ from autotune.trials._spec import (
 )
 
 __all__ = [
-    "BuilderPool",
-    "Measurer",
+    "Pipeline",
     "PipelinedRunner",
     "CACHE_PARTS",
     "DEFAULT_PRECISION",

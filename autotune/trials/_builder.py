@@ -1,152 +1,91 @@
-"""Compiling ahead while the device measures: builders and one measuring runner (TVM's
-builder/runner split; Triton's parallel precompile measured 2.5x faster autotuning from it).
+"""Builders compile the next trials while one trial is measured: the parent's side.
 
-A search with builders runs each compiled trial in two processes. A builder, on CPU cores of
-its own, compiles the trial's config, checks its outputs against eager and names its
-generated code, filling the study's Inductor and Triton caches on the way; then the
-measuring runner, one trial at a time, compiles the config again from those caches (warm: a
-fraction of the cold compile) and times it. While the runner measures one trial, the builders
-compile the next ones, so a trial's cold compile no longer waits for the device, nor the
-device for it.
+A search with builders (``--builders N``) runs one job per builder, plus one, each running its
+trials in processes of their own as without builders. A trial starts on a builder core set,
+compiles there, then waits for the measuring slot and moves to the measuring cores to be
+checked and timed (:mod:`autotune.trials._handover`, inside the trial): while one trial is
+measured, up to N others compile beside it, on cores it does not use. This is TVM's
+builder/runner split (Triton's parallel precompile measured 2.5x faster autotuning from the
+same overlap), without its second compile: the process that compiled is the one that measures.
 
-The builder's cold compile is the trial's compile time (what its budget, start-up and the
-amortized objective see); the runner's warm compile is recorded beside it
-(``phases.warm_compile_s``). A config that fails to build, or that builds code the study
-timed already, never reaches the runner: the failure and the budget are the builder's.
-Timings are the runner's alone: on a CPU device the runner's cores are its own, and on a GPU
-the device slot (:mod:`autotune.trials._slot`) keeps builders' kernels off the device while it
-measures.
+Here: the core sets and lock files the jobs share (:class:`Pipeline`), and one job's runner
+(:class:`PipelinedRunner`), which gives each trial its place and, when a trial ran out of memory
+beside the others, takes one builder out of use and runs that trial again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import queue
+import fcntl
+import math
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from typing import IO, Any
 
+from autotune._deadline import Deadline
+from autotune.trials._handover import core_lock
 from autotune.trials._runner import TrialRunner
 from autotune.trials._spec import TrialResult, TrialSpec
 
-# A build that died of these may have died for want of memory beside the other builders: the
-# trial is run again alone (the config judged as without builders), and the pool shrinks.
-_ALONE = ("oom", "crash")
-
-
-class BuilderPool:
-    """The builders (trial runners on cores of their own), lent one build at a time; the pool
-    shrinks by one (never below one) each time a build runs out of memory."""
-
-    def __init__(self, builders: Sequence[TrialRunner]) -> None:
-        self.builders = list(builders)
-        self.live = len(self.builders)
-        self._shrink = 0
-        self._lock = threading.Lock()
-        self._free: queue.Queue[TrialRunner] = queue.Queue()
-        for builder in self.builders:
-            self._free.put(builder)
-
-    @contextmanager
-    def lease(self) -> Iterator[TrialRunner]:
-        """A free builder, for one build (waits while every builder compiles)."""
-        builder = self._free.get()
-        try:
-            yield builder
-        finally:
-            with self._lock:
-                retire = self._shrink > 0 and self.live > 1
-                if retire:
-                    self._shrink, self.live = self._shrink - 1, self.live - 1
-            if retire:
-                builder.close()
-            else:
-                self._free.put(builder)
-
-    def shrink(self) -> None:
-        """One builder fewer once one is back (builds ran out of memory side by side)."""
-        with self._lock:
-            self._shrink += 1
-
-    def close(self) -> None:
-        for builder in self.builders:
-            builder.close()
-
 
 @dataclasses.dataclass
-class Measurer:
-    """The one runner that times trials, and the lock that keeps its trials one at a time."""
+class Pipeline:
+    """What a search's jobs share: the measuring slot's lock file, the builder core sets (each
+    with a lock beside it) and the measuring cores (None: the trial keeps the cores it has)."""
 
-    runner: TrialRunner
-    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    slot: str
+    build_cores: list[list[int]]
+    measure_cores: list[int] | None = None
+    deadline: Deadline | None = None  # the search's --timeout: no trial runs past it
+    _retired: list[IO[Any]] = dataclasses.field(default_factory=list)
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    @property
+    def live(self) -> int:
+        """The builders in use."""
+        return len(self.build_cores) - len(self._retired)
+
+    def place(self, spec: TrialSpec) -> TrialSpec:
+        """``spec`` with its place in the pipeline, and the search's time left."""
+        left = self.deadline.left() if self.deadline is not None else math.inf
+        return dataclasses.replace(
+            spec, measure_slot=self.slot, build_cores=[list(c) for c in self.build_cores],
+            measure_cores=list(self.measure_cores) if self.measure_cores else None,
+            wall_limit_s=left if math.isfinite(left) else None,
+        )  # fmt: skip
+
+    def retire_one(self) -> bool:
+        """Takes the last builder core set in use out of use for good (its lock held here,
+        once the trial compiling there has moved on); False, and nothing done, when one is all
+        that is left."""
+        with self._lock:
+            if self.live <= 1:
+                return False
+            index = self.live - 1
+            file = open(core_lock(self.slot, index), "a+")  # noqa: SIM115 - held to the end
+            fcntl.flock(file, fcntl.LOCK_EX)
+            self._retired.append(file)
+            return True
+
+    def close(self) -> None:
+        for file in self._retired:
+            file.close()
 
 
 class PipelinedRunner:
-    """One job of a search with builders: it builds a trial's config with a builder of
-    ``pool``, then waits its turn to measure it on ``measurer``. A search runs one such job
-    per builder, plus one, all sharing the pool and the measurer: while one trial is measured,
-    every builder has a trial to compile. ``slot`` is the device slot's lock file, on a GPU
-    (None on a CPU device, where builders and runner have cores of their own); ``clock``
-    reads the time (a test passes its own)."""
+    """One job of a search with builders: runs each trial with ``runner`` in its place in
+    ``pipeline``; a trial that ran out of memory beside the others runs again with one builder
+    fewer (down to one), so that N builders fit in memory or become fewer."""
 
-    def __init__(
-        self,
-        pool: BuilderPool,
-        measurer: Measurer,
-        slot: str | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.pool = pool
-        self.measurer = measurer
-        self.slot = slot
-        self.clock = clock
+    def __init__(self, runner: TrialRunner, pipeline: Pipeline) -> None:
+        self.runner = runner
+        self.pipeline = pipeline
 
     def run(self, spec: TrialSpec) -> TrialResult:
-        spec = dataclasses.replace(spec, device_slot=self.slot)
-        if spec.config is None:  # eager: nothing to compile
-            with self.measurer.lock:
-                return self.measurer.runner.run(spec)
-        with self.pool.lease() as builder:
-            built = builder.run(dataclasses.replace(spec, build_only=True, progress_path=None))
-            if built.failure_kind == "oom":
-                self.pool.shrink()  # this builder, as it comes back
-        if built.failure_kind in _ALONE:
-            with self.measurer.lock:
-                return self.measurer.runner.run(spec)
-        if not built.ok or built.equivalent_of is not None:
-            return built  # failed to build, or built code the study timed: nothing to time
-        asked = self.clock()
-        with self.measurer.lock:
-            waited = self.clock() - asked
-            measured = self.measurer.runner.run(spec)
-        return merged(built, measured, waited)
+        placed = self.pipeline.place(spec)
+        result = self.runner.run(placed)
+        if result.failure_kind == "oom" and self.pipeline.retire_one():
+            result = self.runner.run(placed)
+        return result
 
     def close(self) -> None:
-        """Closes the shared pool and measurer (closing either twice does nothing)."""
-        self.pool.close()
-        self.measurer.runner.close()
-
-
-def merged(built: TrialResult, measured: TrialResult, waited_s: float) -> TrialResult:
-    """The trial's result: the runner's timings and checks, the builder's cold compile as its
-    compile time (and as a traffic's start-up, cold; the runner's is its warm start-up), the
-    runner's warm compile beside it, the builder's cache misses beside the runner's hits, and
-    the time the built trial waited for the runner."""
-    phases = dict(measured.phases)
-    phases["warm_compile_s"] = phases.get("compile_s", measured.compile_time_s or 0.0)
-    phases["compile_s"] = built.phases.get("compile_s", built.compile_time_s or 0.0)
-    phases["build_s"] = built.wall_time_s or 0.0
-    phases["waited_s"] = waited_s
-    traffic = measured.traffic
-    if traffic is not None and built.compile_time_s is not None:
-        warm = traffic.get("startup_s")
-        traffic = {**traffic, "startup_s": built.compile_time_s, "warm_startup_s": warm}
-    return dataclasses.replace(
-        measured,
-        compile_time_s=built.compile_time_s,
-        phases=phases,
-        traffic=traffic,
-        cache={**measured.cache, "build_fxgraph_miss": built.cache.get("fxgraph_miss", 0)},
-        wall_time_s=(built.wall_time_s or 0.0) + (measured.wall_time_s or 0.0),
-    )
+        self.runner.close()

@@ -33,10 +33,10 @@ from autotune.trials._checks import (
 )
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
+from autotune.trials._handover import handover, take_measuring_slot
 from autotune.trials._judged import Judged
 from autotune.trials._many import name_call, per_shape, record_traffic, warmup_specs
 from autotune.trials._phase import write_phase
-from autotune.trials._slot import device_slot
 from autotune.trials._spec import TrialResult, TrialSpec
 from autotune.workload import (
     Call,
@@ -62,18 +62,18 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
     """Runs one trial; a classified failure comes back as a failed TrialResult."""
     if spec.workload not in WORKLOADS:
         raise ValueError(f"TrialSpec.workload must be one of {WORKLOADS}, got {spec.workload!r}")
-    deadline = time.monotonic() + spec.budget_s
     config = CompileConfig.from_dict(spec.config) if spec.config is not None else None
-    facts: dict[str, Any] = {
-        "environment": environment_fingerprint(spec.device),
-        "threads": torch.get_num_threads(),
-        "batch_size": spec.batch_size,
-    }
-    try:
-        with device_slot(spec):
+    with handover(spec):  # with builders: on builder cores until compiled
+        deadline = time.monotonic() + spec.budget_s
+        facts: dict[str, Any] = {
+            "environment": environment_fingerprint(spec.device),
+            "threads": torch.get_num_threads(),
+            "batch_size": spec.batch_size,
+        }
+        try:
             return _measure(spec, config, deadline, facts)
-    except TrialFailure as failure:
-        return TrialResult.failed(failure.kind, str(failure), **facts)
+        except TrialFailure as failure:
+            return TrialResult.failed(failure.kind, str(failure), **facts)
 
 
 def _measure(
@@ -153,8 +153,8 @@ def _compile_and_time(
     _raise_unless_correct(report, config, "two eager calls")
     raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
-    if same is not None or spec.build_only:
-        return _untimed_result(compile_s, report, facts, spec.relaxed_numerics, same)
+    if same is not None:
+        return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
     if work.calls[0].weight is not None:
         mix = [(c, c.weight or 0.0) for c in work.calls]
         timing = _time(spec, partial(_one, work.model), partial(_one, target.fn),
@@ -172,8 +172,9 @@ def _compile_and_time(
     raise_on_recompile_storm()
     if len(work.calls) > 1 and not timing.stopped_early:
         facts["per_shape"] = per_shape(
-            spec, work.calls, partial(_one, work.model), partial(_one, target.fn), deadline - 1.0
-        )
+            spec, work.calls, partial(_one, work.model), partial(_one, target.fn),
+            _later(deadline, facts) - 1.0,
+        )  # fmt: skip
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
 
@@ -210,16 +211,15 @@ def _equivalent(
     return spec.known_code.get(facts["code_hash"] or "")
 
 
-def _untimed_result(
+def _equivalent_result(
     compile_s: float | None,
     report: measure.AccuracyReport | Judged,
     facts: dict[str, Any],
     relaxed: bool,
-    same: int | None,
+    same: int,
 ) -> TrialResult:
-    """A trial that passed the gate and is not timed: it compiled to code already timed as
-    trial ``same`` (its steady state is that trial's, filled in by whoever reads the result),
-    or it is a builder's (``same`` None), whose measuring trial times it."""
+    """A trial that compiled to code already timed as trial ``same``: it passed the gate, and
+    its steady state is that trial's (filled in by whoever reads the result)."""
     facts["phases"]["timing_s"] = 0.0
     facts["peak_memory_bytes"] = None
     facts.update(dynamo_facts())
@@ -247,11 +247,8 @@ def _train_trial(
         _raise_unless_correct(report, config, _EAGER_STEPS)
         # Code already timed passed this gate then: only a gate of its own (below) waits.
         same = _equivalent(spec, config, codes, facts)
-        if same is not None or spec.build_only:
-            return _untimed_result(compile_s, report, facts, spec.relaxed_numerics, same)
-    if spec.build_only:  # compiled and (where it can be here) checked: the gate's copy waits
-        held = Judged(True, "", {"held_to": "the measuring trial's gate"})
-        return _untimed_result(compile_s, held, facts, spec.relaxed_numerics, None)
+        if same is not None:
+            return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
     eager, calls = work.eager, work.calls
     assert eager is not None
     # The gate's own compile comes after timing: leave it twice what the first one took.
@@ -260,6 +257,7 @@ def _train_trial(
         spec, lambda: eager.sweep(calls), lambda: target.sweep(calls), deadline - reserve, facts
     )
     raise_on_recompile_storm()
+    deadline = _later(deadline, facts)
     if len(calls) > 1 and not timing.stopped_early:
         one_eager, one_compiled = (lambda c: eager.sweep([c])), (lambda c: target.sweep([c]))
         facts["per_shape"] = per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
@@ -286,13 +284,14 @@ def _generate_trial(
     _raise_unless_correct(report, config, "two eager generate() runs")
     raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
-    if same is not None or spec.build_only:
-        return _untimed_result(compile_s, report, facts, spec.relaxed_numerics, same)
+    if same is not None:
+        return _equivalent_result(compile_s, report, facts, spec.relaxed_numerics, same)
     eager_fn, compiled_fn = _generate.sweeps(work, compiled=config is not None)
     timing = _time(spec, eager_fn, compiled_fn, deadline - 1.0, facts)
     raise_on_recompile_storm()
     compiled = config is not None
-    facts["generate"] = _generate.first_token(spec, work, timing, compiled, deadline - 1.0)
+    later = _later(deadline, facts) - 1.0
+    facts["generate"] = _generate.first_token(spec, work, timing, compiled, later)
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
 
@@ -423,6 +422,7 @@ def _time(
     the functions then take one call); then the measurements taken after it (peak memory,
     Dynamo facts)."""
     s = spec.measure
+    deadline += _measuring_slot(facts)
     write_phase(spec.progress_path, "measuring")
     started = time.perf_counter()
     try:
@@ -447,6 +447,22 @@ def _time(
     facts["peak_memory_bytes"] = measure.peak_memory_bytes(spec.device)
     facts.update(dynamo_facts())
     return timing
+
+
+def _measuring_slot(facts: dict[str, Any]) -> float:
+    """With builders: compiled and checked on builder cores, the trial waits for the measuring
+    slot and moves to the measuring cores (autotune.trials._handover); the seconds its clock
+    ran while it waited, by which its deadline moves (0 without builders)."""
+    waited, late = take_measuring_slot()
+    if waited:
+        facts["phases"]["waited_s"] = waited  # for builder cores and the measuring slot
+        facts["phases"]["late_s"] = late  # of which since the trial's clock started
+    return late
+
+
+def _later(deadline: float, facts: dict[str, Any]) -> float:
+    """The trial's deadline after timing: later by what it waited for the measuring slot."""
+    return deadline + facts["phases"].get("late_s", 0.0)
 
 
 def _sweep(fn: Callable[..., Any], calls: list[Call]) -> list[Any]:

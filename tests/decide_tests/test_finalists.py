@@ -24,11 +24,15 @@ def searched(n: int, baseline: str | None = None) -> TrialRecord:
 
 
 class OrderRunner:
-    """Records which config ran, in which cache, and whether that cache was still empty."""
+    """Records which config ran, in which cache, and whether that cache was still empty;
+    ``speedups`` by mode (default 1.2x, quartiles +-0.1)."""
 
-    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, fail: frozenset[str] = frozenset(), speedups: dict[str, float] | None = None
+    ) -> None:
         self.runs: list[tuple[str, bool]] = []
         self.fail = fail
+        self.speedups = speedups or {}
         self.precision: set[float | None] = set()
         self.relaxed: dict[str, bool] = {}
 
@@ -42,10 +46,11 @@ class OrderRunner:
         if mode in self.fail:
             return TrialResult.failed("timeout", "compile budget spent", error_tail="")
         open(os.path.join(spec.cache_dir, "kernel"), "w").close()  # what a compile leaves
+        speedup = self.speedups.get(mode, 1.2)
         return TrialResult(
             status="ok", compile_time_s=10.0 if cold else 1.0, latency_median_s=1e-3,
-            latency_iqr_s=1e-5, eager_latency_median_s=1.2e-3, speedup_vs_eager=1.2,
-            speedup_vs_eager_q1=1.1, speedup_vs_eager_q3=1.3,
+            latency_iqr_s=1e-5, eager_latency_median_s=1e-3 * speedup, speedup_vs_eager=speedup,
+            speedup_vs_eager_q1=speedup - 0.1, speedup_vs_eager_q3=speedup + 0.1,
         )  # fmt: skip
 
 
@@ -76,6 +81,33 @@ def test_a_finalist_that_fails_cold_is_not_run_warm():
     assert runner.runs == [("m3", True), ("m5", True), ("m3", False)]
     assert done[0].ok and not done[1].ok and done[1].warm is done[1].cold
     assert "finalist #5: timeout: compile budget spent" in notes
+
+
+def test_a_finalist_the_cold_pass_left_clearly_behind_is_not_run_warm():
+    # #5 (1.3x, q3 1.4x) is clearly behind #3 (2.0x, q1 1.9x); #7 (1.85x, q3 1.95x) overlaps
+    # it; default torch.compile (1.0x) is always run twice: every speedup over it needs it.
+    runner = OrderRunner(speedups={"m3": 2.0, "m5": 1.3, "m7": 1.85, "m1": 1.0})
+    notes: list[str] = []
+    finalists = [searched(3), searched(5), searched(7), searched(1, baseline="default")]
+
+    done = remeasure(finalists, SETTINGS, on_note=notes.append, runner=runner)
+
+    assert [m for m, cold in runner.runs if not cold] == ["m1", "m7", "m3"]  # no warm m5
+    behind = done[1]
+    assert behind.ok and behind.warm is behind.cold  # its cold run stands for both
+    assert any(n.startswith("  warm #5: not run: its cold run (1.30x eager, q3 1.40x) is "
+                            "clearly behind #3's (2.00x, q1 1.90x)") for n in notes)  # fmt: skip
+
+
+def test_only_the_latency_objective_leaves_a_finalist_behind():
+    speedups = {"m3": 2.0, "m5": 1.3}
+    for settings in (
+        replace(SETTINGS, objective="amortized", calls=1000),  # compile times count there
+        replace(SETTINGS, pareto=["latency", "compile"]),  # a front keeps slower configs
+    ):
+        runner = OrderRunner(speedups=speedups)
+        remeasure([searched(3), searched(5)], settings, runner=runner)
+        assert len(runner.runs) == 4
 
 
 def test_finalists_time_to_the_study_precision():

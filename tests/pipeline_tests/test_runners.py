@@ -12,7 +12,7 @@ from autotune.pipeline._runners import builder_count, pipeline_cores, trial_runn
 from autotune.space import load_space
 from autotune.storage import StudySettings
 from autotune.study import Search, SearchRequest
-from autotune.trials import BuilderPool, Measurer, PipelinedRunner, TrialResult, TrialSpec
+from autotune.trials import Pipeline, PipelinedRunner, TrialResult, TrialSpec
 
 
 @pytest.mark.parametrize(
@@ -66,14 +66,15 @@ def test_a_search_with_builders_runs_one_job_per_builder_plus_one(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
     runners = trial_runners(1, "preloaded", "cpu", builders=2)
     assert len(runners) == 3 and all(isinstance(r, PipelinedRunner) for r in runners)
-    assert len({id(r.pool) for r in runners}) == 1 and runners[0].pool.live == 2
-    assert runners[0].slot is None  # a CPU device: cores apart, no device slot
-    runners = trial_runners(1, "preloaded", "cuda:0", builders=1)
-    assert runners[0].slot is not None and runners[0].slot.endswith("device-slot.lock")
+    pipeline = runners[0].pipeline
+    assert all(r.pipeline is pipeline for r in runners)  # one slot, one set of builder cores
+    assert pipeline.measure_cores == [0, 1, 2, 3] and pipeline.build_cores == [[4, 5], [6, 7]]
+    assert pipeline.slot.endswith("measure-slot.lock")
+    assert len(trial_runners(1, "preloaded", "cuda:0", builders=0)) == 1  # off: as before
 
 
 class Table:
-    """Builds answer compiled-and-checked; measurements a speedup by (fullgraph, dynamic)."""
+    """A speedup by fullgraph; records every spec it was asked to run, from any job."""
 
     def __init__(self) -> None:
         self.specs: list[TrialSpec] = []
@@ -82,9 +83,6 @@ class Table:
     def run(self, spec: TrialSpec) -> TrialResult:
         with self.lock:
             self.specs.append(spec)
-        if spec.build_only:
-            return TrialResult(status="ok", compile_time_s=4.0, wall_time_s=5.0,
-                               phases={"compile_s": 4.0})  # fmt: skip
         speedup = 1.0 if spec.config is None else 1.2 + 0.1 * bool(spec.config["fullgraph"])
         return TrialResult(
             status="ok", compile_time_s=0.5, latency_median_s=1e-3 / speedup,
@@ -99,8 +97,9 @@ class Table:
         """Nothing to close."""
 
 
-def test_a_search_through_builders_measures_every_built_trial_once(tmp_path, model_file,
-                                                                   space_file):  # fmt: skip
+def test_a_search_through_builders_places_every_trial_and_keeps_its_budget(
+    tmp_path, model_file, space_file
+):
     space = load_space(space_file("aot_eager"), "cpu")
     settings = StudySettings(
         model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
@@ -108,13 +107,9 @@ def test_a_search_through_builders_measures_every_built_trial_once(tmp_path, mod
         trials=4,
     )  # fmt: skip
     request = SearchRequest("s", f"sqlite:///{tmp_path}/t.db", settings)
-    builder, runner = Table(), Table()
-    pool, measurer = BuilderPool([builder]), Measurer(runner)
-    records = Search(request, [PipelinedRunner(pool, measurer) for _ in range(2)]).run()
+    table = Table()
+    pipeline = Pipeline(str(tmp_path / "slot"), [[1]], [0])
+    records = Search(request, [PipelinedRunner(table, pipeline) for _ in range(2)]).run()
     searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
     assert len(searched) == 4  # the budget holds with two jobs asking
-    compiled = [r for r in records if r.baseline != "eager" and r.duplicate_of is None]
-    assert all(r.compile_time_s == 4.0 for r in compiled)  # the builder's cold compile
-    assert all(not s.build_only for s in runner.specs) and all(s.build_only for s in builder.specs)
-    measured = [s for s in runner.specs if s.config is not None]
-    assert len(measured) == len(builder.specs) == len(compiled)  # each built trial timed once
+    assert all(s.measure_slot == pipeline.slot and s.build_cores == [[1]] for s in table.specs)

@@ -343,6 +343,21 @@ def test_dynamo_settings_apply_during_the_call_only() -> None:
     torch.testing.assert_close(outputs[2], _net()(shapes[2]))
 
 
+def test_a_recompile_limit_above_the_default_compiles_every_shape_of_a_wide_traffic() -> None:
+    # the built-in spaces' [dynamo] recompile_limit: 8 (torch's default) or 64
+    shapes = [_x(batch) for batch in range(1, 11)]  # ten static shapes
+    for limit, graphs in ((8, 8), (64, 10)):
+        torch._dynamo.reset()
+        counters.clear()
+        config = CompileConfig(backend="eager", dynamic=False, dynamo={"recompile_limit": limit})
+        served = autotune.apply(_net(), config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for x in shapes:
+                served(x)
+        assert counters["stats"]["unique_graphs"] == graphs  # past 8, the rest ran eager
+
+
 def test_knobs_missing_from_the_installed_torch_are_config_errors() -> None:
     config = CompileConfig(
         options={"not_a_knob": 1, "freezing": "yes", "max_autotune_gemm_search_space": "FAST"},

@@ -232,6 +232,8 @@ LEVERS = {
     "(four over lengths 3 to 40), marked one dynamic graph, the cut outputs equal eager's",
     "shapes.eager_above": "tests/runtime_tests/test_shapes.py: batches above the threshold run "
     "eager, compiling no graph",
+    "dynamo.recompile_limit": "tests/runtime_tests/test_apply.py: 64 compiles all ten shapes "
+    "of a static traffic, 8 (the default) eight, the rest running eager",
     "openvino.INFERENCE_PRECISION_HINT": "tests/trials_tests/test_levers.py: bf16 moves the "
     "error from float32's to bf16's",
     "openvino.PERFORMANCE_HINT": "tests/runtime_tests/test_openvino_effect.py: the compiled "
