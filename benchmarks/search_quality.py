@@ -243,17 +243,23 @@ class Table:
     def _timing_s(self, digest: str) -> float:
         return self.runs[digest][0].get("timing_s") or 1.0
 
-    def finalist_cost(self, digest: str, measure_seconds: float, warm: bool = True) -> float:
-        """A finalist's two fresh processes: cold, then warm (``warm`` False: the cold pass
-        left it behind, and its warm run is not run), each timing about three times
-        ``measure_seconds`` (finalists time to a precision, for at most five times it)."""
+    def finalist_runs(
+        self, digest: str, measure_seconds: float, warm: bool = True
+    ) -> tuple[float, float, float]:
+        """A finalist's two fresh processes, cold then warm (``warm`` False: the cold pass left
+        it behind, and its warm run is not run), each timing about three times
+        ``measure_seconds`` (finalists time to a precision, for at most five times it): the
+        cold run's seconds before its timing and of its timing, and the warm run's seconds."""
         row = self.rows[digest]
         compile_s = row.get("compile_s") or 0.0
-        cold = compile_s + self.overhead(digest) + 3 * measure_seconds
-        if not warm:
-            return cold
         warm_s = row.get("warm_compile_s") or compile_s / 4
-        return cold + warm_s + self.overhead(digest) + 3 * measure_seconds
+        timed = 3 * measure_seconds
+        after = warm_s + self.overhead(digest) + timed if warm else 0.0
+        return compile_s + self.overhead(digest), timed, after
+
+    def finalist_cost(self, digest: str, measure_seconds: float, warm: bool = True) -> float:
+        """A finalist's seconds, its runs one after the other (:meth:`finalist_runs`)."""
+        return sum(self.finalist_runs(digest, measure_seconds, warm))
 
 
 def _ok(row: dict[str, Any]) -> bool:
@@ -433,12 +439,14 @@ def _inert(sampled: list[tuple[dict[str, Any], str]]) -> set[str]:
 
 
 def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
-            wide: bool = False, settle: bool = False) -> tuple[str | None, float]:  # fmt: skip
+            wide: bool = False, settle: bool = False,
+            ) -> tuple[str | None, float, list[tuple[float, float, float]]]:  # fmt: skip
     """The config the search ships at ``budget`` trials, and the finalist round's seconds: the
     best observed trials (the 3 best; ``wide``: and every other whose upper quartile reaches
     the best's lower one, up to 6) and default compile, re-measured; the best of them wins
     (``settle``: a finalist other than default whose figure is short of the leader's by the
-    product's margin runs cold only)."""
+    product's margin runs cold only). Also each finalist's runs (:meth:`Table.finalist_runs`),
+    for a round with builders."""
     trials = [t for t in replayed.trials[:budget] if t.observed]
     # an equivalent (same code, not timed) is never a finalist: the trial that timed it is
     ranked = sorted((t for t in trials if t.kind != "default" and t.timing != "none"),
@@ -451,18 +459,18 @@ def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
     digests = list(dict.fromkeys([t.digest for t in pool] +
                                  [t.digest for t in trials if t.kind == "default"]))  # fmt: skip
     if not digests:
-        return None, 0.0
+        return None, 0.0, []
     from autotune.decide._finalists import SETTLED_MARGIN
 
     again = [(d, table.remeasure(d, rng)) for d in digests]
     leader = max(v for _, v in again)
     default = {t.digest for t in trials if t.kind == "default"}
-    seconds = sum(
-        table.finalist_cost(d, MEASURE_SECONDS,
+    runs = [
+        table.finalist_runs(d, MEASURE_SECONDS,
                             warm=not settle or d in default or v * SETTLED_MARGIN >= leader)
         for d, v in again
-    )  # fmt: skip
-    return max(again, key=lambda dv: dv[1])[0], seconds
+    ]  # fmt: skip
+    return max(again, key=lambda dv: dv[1])[0], sum(sum(r) for r in runs), runs
 
 
 # The builders modelled: one, two, and the default on a 16-core GPU node (3:
@@ -495,10 +503,10 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], m: Mechanis
     out = {}
     for budget in budgets:
         fractions, hits, configs, codes, seconds = [], 0, 0, 0, 0.0
-        piped = dict.fromkeys(BUILDERS, 0.0)
+        piped, whole = dict.fromkeys(BUILDERS, 0.0), dict.fromkeys(BUILDERS, 0.0)
         for seed, replayed in enumerate(runs):
-            pick, final_s = pick_at(replayed, budget, table, random.Random(seed),
-                                    m.wide_finalists, m.settled_finalists)  # fmt: skip
+            pick, final_s, round_ = pick_at(replayed, budget, table, random.Random(seed),
+                                          m.wide_finalists, m.settled_finalists)  # fmt: skip
             true = table.true_speedup(pick) if pick else 0.0
             fractions.append(true / table.optimum)
             hits += true >= table.noise_floor
@@ -508,6 +516,10 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], m: Mechanis
             seconds += sum(t.seconds for t in trials) + final_s
             for n in BUILDERS:
                 piped[n] += pipelined_seconds(trials, n) + final_s
+                # on a GPU node the finalists' cold runs compile side by side too
+                cold = [Trial("", "finalist", None, "full", 0.0, b, t) for b, t, _ in round_]
+                whole[n] += (pipelined_seconds(trials, n) + pipelined_seconds(cold, n)
+                             + sum(w for _, _, w in round_))  # fmt: skip
         hours = seconds / 3600
         out[str(budget)] = {
             "median_fraction": statistics.median(fractions),
@@ -519,6 +531,10 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], m: Mechanis
             # the same searches with builders: configurations per hour, by builders
             "configs_per_hour_builders": {
                 str(n): configs / (s / 3600) if s else None for n, s in piped.items()
+            },
+            # and with the finalists' cold runs side by side (a GPU node's finalist round)
+            "configs_per_hour_builders_finalists": {
+                str(n): configs / (s / 3600) if s else None for n, s in whole.items()
             },
         }
     return out
@@ -665,7 +681,8 @@ def render(result: dict[str, Any]) -> str:
         + (
             " / configurations per hour (distinct codes per hour) / configurations per hour "
             f"with {', '.join(map(str, BUILDERS))} builders (modelled from the table's measured "
-            "costs: set-up, compile and check on builder cores, timing in the measuring slot)"
+            "costs: set-up, compile and check on builder cores, timing in the measuring slot) "
+            "/ the same with the finalists' cold runs side by side too (a GPU node's round)"
             if result["searches"]
             else ""
         ),
@@ -681,9 +698,10 @@ def _cell(v: dict[str, Any], rate: bool = False) -> str:
             f"{v['optimum_within_noise']:.0%}")  # fmt: skip
     if rate and v.get("configs_per_hour"):
         cell += f" / {v['configs_per_hour']:.0f} ({v['codes_per_hour']:.0f})"
-        piped = v.get("configs_per_hour_builders") or {}
-        if piped:
-            cell += " / " + ", ".join(f"{rate:.0f}" for rate in piped.values() if rate)
+        for key in ("configs_per_hour_builders", "configs_per_hour_builders_finalists"):
+            piped = v.get(key) or {}
+            if piped:
+                cell += " / " + ", ".join(f"{rate:.0f}" for rate in piped.values() if rate)
     return cell
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from autotune._deadline import Deadline, DeadlineReached
@@ -125,13 +125,15 @@ def finalize_session(
     out: str | os.PathLike[str] | None = None,
     *,
     remeasure_finalists: bool = False,
-    runner: TrialRunner | None = None,
+    runner: TrialRunner | Sequence[TrialRunner] | None = None,
     for_device: str | None = None,
 ) -> Decision:
     """:func:`finalize` for the process whose ``session`` searched the study: the session is
     the study as that process settled and checked it (its settings, its device and model file,
     the knobs its operator vouches for, its deadline), so nothing is reopened or checked
-    again; trials left running by processes that died are recovered first, as ever."""
+    again; trials left running by processes that died are recovered first, as ever. Several
+    ``runner`` run the finalists' cold runs side by side (see
+    :func:`~autotune.decide._finalists.remeasure`)."""
     if out is not None:
         _check_out(out)
     session.recover_stale()
@@ -160,7 +162,7 @@ def _finalized(
     out: str | os.PathLike[str] | None,
     remeasure_finalists: bool,
     deadline: Deadline,
-    runner: TrialRunner | None,
+    runner: TrialRunner | Sequence[TrialRunner] | None,
     on_note: Callable[[str], None],
     device: str | None,
     for_device: str | None,
@@ -355,7 +357,7 @@ def _measure(
     study: str,
     chosen: list[TrialRecord],
     settings: StudySettings,
-    runner: TrialRunner | None,
+    runner: TrialRunner | Sequence[TrialRunner] | None,
     deadline: Deadline,
     on_note: Callable[[str], None],
     allow_unsafe_knobs: Collection[str] = (),

@@ -123,6 +123,21 @@ def _pipelined(
     return [PipelinedRunner(trial_runner() or kind(), pipeline) for _ in range(builders + 1)]
 
 
+def finalist_jobs(runners: list[TrialRunner], device: str) -> list[TrialRunner] | None:
+    """The finalist round's runners after a search with builders on a GPU: one per builder
+    plus one, each a fresh process per run (as finalists need) in the search's pipeline, so
+    that the cold runs compile side by side while one is timed. None (one fresh process at a
+    time, on every core) on a CPU device, whose finalists are timed on every core as
+    production runs, and without builders."""
+    from autotune.trials import PipelinedRunner, SubprocessRunner
+
+    pipelined = [r for r in runners if isinstance(r, PipelinedRunner)]
+    if device.startswith("cpu") or not pipelined:
+        return None
+    pipeline = pipelined[0].pipeline
+    return [PipelinedRunner(SubprocessRunner(), pipeline) for _ in range(pipeline.live + 1)]
+
+
 def _core_sets(jobs: int, device: str) -> list[list[int] | None]:
     """Disjoint CPU cores per job, so parallel trials neither oversubscribe nor share cores."""
     if jobs == 1:

@@ -137,4 +137,6 @@ def test_the_replay_reports_configurations_per_hour_with_builders(tmp_path, spac
     rates = result["searches"][name]["4"]
     assert set(rates["configs_per_hour_builders"]) == {"1", "2", "3"}
     assert all(r >= rates["configs_per_hour"] for r in rates["configs_per_hour_builders"].values())
+    both = rates["configs_per_hour_builders_finalists"]  # the finalists' cold runs too
+    assert all(both[n] >= rates["configs_per_hour_builders"][n] for n in both)
     assert "with 1, 2, 3 builders" in search_quality.render(result)

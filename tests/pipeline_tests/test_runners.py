@@ -113,3 +113,16 @@ def test_a_search_through_builders_places_every_trial_and_keeps_its_budget(
     searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
     assert len(searched) == 4  # the budget holds with two jobs asking
     assert all(s.measure_slot == pipeline.slot and s.build_cores == [[1]] for s in table.specs)
+
+
+def test_the_finalists_go_side_by_side_only_after_a_search_with_builders_on_a_gpu(tmp_path):
+    from autotune.pipeline._runners import finalist_jobs
+    from autotune.trials import SubprocessRunner
+
+    pipeline = Pipeline(str(tmp_path / "slot"), [[2, 3, 4, 5], [6, 7, 8, 9]], [0, 1])
+    searched = [PipelinedRunner(Table(), pipeline) for _ in range(3)]
+    jobs = finalist_jobs(searched, "cuda:0")
+    assert jobs is not None and len(jobs) == 3  # one per builder, plus one
+    assert all(j.pipeline is pipeline and isinstance(j.runner, SubprocessRunner) for j in jobs)
+    assert finalist_jobs(searched, "cpu") is None  # timed on every core, as production runs
+    assert finalist_jobs([Table()], "cuda:0") is None  # no builders: one at a time
