@@ -44,6 +44,12 @@ class Finalist:
     def ok(self) -> bool:
         return self.cold.ok and self.warm.ok
 
+    @property
+    def cold_only(self) -> bool:
+        """Its warm run was not run (the cold pass left it clearly behind): the cold run
+        stands for both, recorded twice."""
+        return self.ok and self.warm == self.cold
+
     def record(self, charge_warm_compile: bool = False) -> TrialRecord:
         """The search record with the fresh measurements (compile: cold, or warm)."""
         compile_s = (self.warm if charge_warm_compile else self.cold).compile_time_s
@@ -290,10 +296,13 @@ def _line(f: Finalist) -> str:
         bad = f.cold if not f.cold.ok else f.warm
         return f"finalist {who}: {bad.failure_kind}: {bad.error}"
     pooled = f.record()
+    warm = (
+        "not run warm (clearly behind)" if f.cold_only else
+        f"warm compile {f.warm.compile_time_s:.1f}s ({f.warm.speedup_vs_eager:.2f}x)"
+    )  # fmt: skip
     return (
         f"finalist {who}: cold compile {f.cold.compile_time_s:.1f}s "
-        f"({f.cold.speedup_vs_eager:.2f}x eager), warm compile {f.warm.compile_time_s:.1f}s "
-        f"({f.warm.speedup_vs_eager:.2f}x): {pooled.speedup_vs_eager:.2f}x eager "
+        f"({f.cold.speedup_vs_eager:.2f}x eager), {warm}: {pooled.speedup_vs_eager:.2f}x eager "
         f"({pooled.speedup_vs_eager_q1:.2f}-{pooled.speedup_vs_eager_q3:.2f})"
     )
 

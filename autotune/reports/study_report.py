@@ -262,7 +262,8 @@ def finalists(data: StudyData) -> str:
             f"  {label:<10} {times(fresh.speedup_vs_eager, 2)} eager "
             f"({times(fresh.speedup_vs_eager_q1, 2)}-{times(fresh.speedup_vs_eager_q3, 2)}), "
             f"compile cold {f.cold.compile_time_s or 0:.1f}s "
-            f"warm {f.warm.compile_time_s or 0:.1f}s  {clip(searched.brief, 70)}"
+            + ("warm not run " if f.cold_only else f"warm {f.warm.compile_time_s or 0:.1f}s ")
+            + f" {clip(searched.brief, 70)}"
         )
     return "\n".join(lines)
 

@@ -47,6 +47,11 @@ class Built:
     left_out: list[Knob] = field(default_factory=list)  # [precision] without a contract
 
 
+# Layers whose knobs exist for one workload only (train.optimizer, generate.prefill): a preset
+# that sets only them belongs to that workload, and is left out of others without a note.
+_WORKLOAD_LAYERS = ("train", "generate")
+
+
 def build(
     raw: dict[str, Any],
     device: str,
@@ -115,6 +120,9 @@ def _usable_presets(
     by_param = {k.param: k for k in knobs}
     usable, notes = [], []
     for preset in named.values():
+        layers = {param.split(".")[0] for param in preset.values}
+        if any(layer != context["workload"] for layer in layers & set(_WORKLOAD_LAYERS)):
+            continue  # a training or generation preset in another workload's study: as meant
         numerics = [param for param in preset.values if param not in searched]
         if numerics:
             why = (

@@ -98,6 +98,10 @@ def test_a_finalist_the_cold_pass_left_clearly_behind_is_not_run_warm():
     assert behind.ok and behind.warm is behind.cold  # its cold run stands for both
     assert any(n.startswith("  warm #5: not run: its cold run (1.30x eager, q3 1.40x) is "
                             "clearly behind #3's (2.00x, q1 1.90x)") for n in notes)  # fmt: skip
+    assert behind.cold_only and not done[0].cold_only
+    assert "finalist #5: cold compile 10.0s (1.30x eager), not run warm (clearly behind): " in (
+        "\n".join(notes)
+    )
 
 
 def test_only_the_latency_objective_leaves_a_finalist_behind():

@@ -62,6 +62,15 @@ def test_a_preset_switched_off_by_a_condition_is_left_out_with_a_note(tmp_path):
     assert any("preset 'frozen' is not measured here: inductor.freezing" in n for n in space.notes)
 
 
+def test_a_training_or_generation_preset_is_left_out_of_an_inference_study_without_a_note():
+    space = load_space("cpu", "cpu", workload="infer")
+    names = [p.name for p in space.presets]
+    assert "compiled-optimizer" not in names and "compiled-prefill" not in names
+    assert not any("compiled-optimizer" in n or "compiled-prefill" in n for n in space.notes)
+    train = load_space("cpu", "cpu", workload="train")
+    assert "compiled-optimizer" in [p.name for p in train.presets]
+
+
 def test_presets_survive_the_stored_form_and_do_not_change_the_space_hash(tmp_path):
     plain = _space(tmp_path, SPACE)
     with_presets = _space(
