@@ -4,10 +4,10 @@ hour and the config each emits (issue 45's figure on a GPU node, or on a CPU wit
     python benchmarks/builders.py studies/bert_tiny.py --device cuda --trials 16 --builders 3 \\
         --out benchmarks/results/builders_cuda_h100
 
-Each search is a new study in a database of its own, seeded alike (the sampler draws the same
-first configurations; what it draws later depends on what it measured), run as a user would
-(``autotune search``), one after the other. Writes OUT.md (the table, the machine) and OUT.json
-(the raw figures, each search's output).
+Each search is a new study in a database and a kernel cache of its own, seeded alike (the
+sampler draws the same first configurations; what it draws later depends on what it measured),
+run as a user would (``autotune search``), one after the other. Writes OUT.md (the table, the
+machine) and OUT.json (the raw figures, each search's output).
 """
 
 from __future__ import annotations
@@ -40,10 +40,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def search(args: argparse.Namespace, builders: int, folder: Path) -> dict[str, Any]:
     """One ``autotune search`` with ``--builders builders``: its wall time and what it did."""
     db, best = folder / f"b{builders}.db", folder / f"b{builders}.json"
+    cache = folder / f"cache-b{builders}"  # each search compiles cold: no kernel of the other's
     command = [
         sys.executable, "-m", "autotune.cli", "search", args.model, "--device", args.device,
         "--trials", str(args.trials), "--seed", str(args.seed), "--builders", str(builders),
-        "--storage", f"sqlite:///{db}", "--out", str(best), *args.extra.split(),
+        "--storage", f"sqlite:///{db}", "--out", str(best), "--cache-dir", str(cache),
+        *args.extra.split(),
     ]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -71,12 +73,26 @@ def _study(db: Path) -> dict[str, Any]:
     }
 
 
+def _device(device: str) -> str:
+    """The accelerator and the versions that decide the generated code."""
+    import torch
+
+    name = platform.processor() or platform.machine()
+    if device == "cuda" and torch.cuda.is_available():
+        import triton
+
+        name = f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}"
+        name += f", triton {triton.__version__}"
+    return f"{name}, torch {torch.__version__}"
+
+
 def render(args: argparse.Namespace, runs: list[dict[str, Any]]) -> str:
     lines = [
         f"# The same search with and without builders ({Path(args.model).name}, {args.device})",
         "",
-        f"Machine: {platform.node()}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores; Python {platform.python_version()}. `python "
+        f"Machine: {platform.node()}, {_device(args.device)}, "
+        f"{os.cpu_count()} cores; Python {platform.python_version()}; load average "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. `python "
         f"benchmarks/builders.py {args.model} --device {args.device} --trials {args.trials} "
         f"--builders {args.builders} --seed {args.seed}`"
         + (f" `--extra '{args.extra}'`" if args.extra else "")

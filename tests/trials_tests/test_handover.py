@@ -9,6 +9,7 @@ import fcntl
 import threading
 
 import pytest
+import torch
 import torch._inductor.compile_fx as compile_fx_module
 
 from autotune.runtime.config import CompileConfig
@@ -164,3 +165,31 @@ def test_on_a_gpu_a_max_autotune_trial_holds_the_slot_while_compiling(tmp_path, 
     with Handover(tuned):
         compile_fx_module.compile_fx(None, [])
     assert seen == [False]
+
+
+@pytest.mark.slow
+def test_a_real_inductor_compile_lets_the_slot_go_and_the_compiled_call_takes_it_back(
+    tmp_path, monkeypatch
+):
+    # torch.compile reaches Inductor through compile_fx, looked up when it compiles: the patch
+    # must sit on that path. The graph runs on the GPU where there is one, else on this CPU
+    # (the trial's device, "cuda", is what decides the slot's handling).
+    slot, seen = tmp_path / "slot", []
+    real = compile_fx_module.compile_fx
+
+    def watched(*args, **kwargs):
+        seen.append(free(slot))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx", watched)
+    trial = TrialSpec("m.py", "cuda", CompileConfig().to_dict(), measure_slot=str(slot),
+                      waits_path=str(tmp_path / "waits"))  # fmt: skip
+    where = "cuda" if torch.cuda.is_available() else "cpu"
+    with Handover(trial) as place:
+        compiled = torch.compile(lambda x: (x * 2).sin() + 1)
+        x = torch.randn(16, device=where)
+        assert torch.allclose(compiled(x), (x * 2).sin() + 1)
+        assert not free(slot)  # taken back before the compiled graph ran
+        place.measure()
+    assert seen and all(seen), "Inductor compiled while the slot was held"
+    assert compile_fx_module.compile_fx is watched
