@@ -119,10 +119,13 @@ def render(args: argparse.Namespace, runs: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="builders-") as tmp:
-        runs = [search(args, n, Path(tmp)) for n in (0, args.builders)]
-    Path(f"{args.out}.json").write_text(json.dumps({"args": vars(args), "runs": runs}, indent=1))
-    Path(f"{args.out}.md").write_text(render(args, runs))
+        for n in (0, args.builders):
+            runs.append(search(args, n, Path(tmp)))
+            # written after each search: a run cut short keeps the first
+            Path(f"{args.out}.json").write_text(json.dumps({"args": vars(args), "runs": runs}))
+            Path(f"{args.out}.md").write_text(render(args, runs))
     print(render(args, runs))
     return 0 if all(r["exit"] == 0 for r in runs) else 1
 

@@ -16,7 +16,7 @@
 # VARIANTS: the decode variants (default eager,hf,gpt-fast,tuned); CONFIG: an earlier decode
 # search's best-config file (no search). BUILDERS_MODEL (default studies/bert_tiny.py),
 # BUILDERS_TRIALS (default 12), BUILDERS (default 3), BUILDERS_S (each search's --timeout,
-# default 150).
+# default 150), BUILDERS_K (the pipeline tests run first, a pytest -k selection; "" skips them).
 set -u
 parts=${1:-decode,train}
 out=${OUT:-/tmp/gpu_workloads}
@@ -52,11 +52,14 @@ if [[ $parts == *train* ]]; then
   echo "exit $?" >> "$out/train_suite_cuda_$device.log"
 fi
 if [[ $parts == *builders* ]]; then
-  timeout "${TESTS_S:-150}" python3 -m pytest -v -p no:cacheprovider -rfE --timeout=140 \
-    tests/trials_tests/test_handover.py tests/trials_tests/test_builder.py \
-    tests/trials_tests/test_cuda_trials.py -k "handover or builder or pipeline" \
-    > "$out/pytest_builders.log" 2>&1
-  echo "exit $?" >> "$out/pytest_builders.log"
+  k=${BUILDERS_K-handover or builder or pipeline or sees_no_gpu}
+  if [ -n "$k" ]; then
+    timeout "${TESTS_S:-150}" python3 -m pytest -v -p no:cacheprovider -rfE --timeout=140 \
+      tests/trials_tests/test_handover.py tests/trials_tests/test_builder.py \
+      tests/trials_tests/test_cuda_trials.py tests/trials_tests/test_runner.py -k "$k" \
+      > "$out/pytest_builders.log" 2>&1
+    echo "exit $?" >> "$out/pytest_builders.log"
+  fi
   timeout $((2 * ${BUILDERS_S:-150} + 60)) python3 benchmarks/builders.py \
     "${BUILDERS_MODEL:-studies/bert_tiny.py}" --device cuda --trials "${BUILDERS_TRIALS:-12}" \
     --builders "${BUILDERS:-3}" --extra "--finalists 0 --compile-budget 60 --measure-seconds 1 \

@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
 # Builders by default: on a GPU device with this many CPU cores or more (a CPU device times
 # on every core it has, so none are spare), one per 4 cores past the measuring cores, at most 4.
-BUILDERS_FROM_CORES = 8
-_CORES_PER_BUILDER = 4
-_MAX_DEFAULT_BUILDERS = 4
 # The measuring cores beside builders on a GPU: a trial there launches kernels; the rest
 # compile.
 _GPU_RUNNER_CORES = 2
@@ -54,12 +51,12 @@ def trial_runners(
     deadline: Deadline | None = None,
 ) -> list[TrialRunner]:
     """This process's trial runners: one per --jobs, the preloaded host or fresh processes (or the
-    runner $AUTOTUNE_TRIAL_RUNNER names); with builders (``None``: as many as the device and
-    cores call for, :func:`builder_count`), one pipelined job per builder plus one."""
+    runner $AUTOTUNE_TRIAL_RUNNER names); with builders (:func:`builder_count`; ``None``:
+    none), one pipelined job per builder plus one."""
     from autotune.trials import PreloadedHostRunner, SubprocessRunner
 
     cores = sorted(os.sched_getaffinity(0))
-    count = builder_count(builders, device, len(cores), jobs)
+    count = builder_count(builders, len(cores), jobs)
     kind = PreloadedHostRunner if trial_host == "preloaded" else SubprocessRunner
     if count:
         return _pipelined(count, kind, device, cores, deadline)
@@ -70,16 +67,12 @@ def trial_runners(
     return [kind(cores=c) for c in core_sets]
 
 
-def builder_count(builders: int | None, device: str, cores: int, jobs: int = 1) -> int:
+def builder_count(builders: int | None, cores: int, jobs: int = 1) -> int:
     """How many builders compile ahead: ``builders`` as given (--builders), checked against
-    the cores and --jobs; by default, on a GPU device with ``BUILDERS_FROM_CORES`` cores or
-    more, one per 4 cores past the measuring cores (at most 4); none on a CPU device, whose
-    measurement uses every core, nor beside --jobs."""
+    the cores and --jobs; none unless asked for (3 builders on a 16-core H200 node ran the
+    same seeded search 0.93x as fast as none: benchmarks/results/builders_cuda_h200.md)."""
     if builders is None:
-        if device.startswith("cpu") or jobs > 1 or cores < BUILDERS_FROM_CORES:
-            return 0
-        spare = (cores - _GPU_RUNNER_CORES) // _CORES_PER_BUILDER
-        return max(0, min(_MAX_DEFAULT_BUILDERS, spare))
+        return 0
     if builders and jobs > 1:
         raise UsageError(
             f"--builders {builders} goes with one measuring job, not --jobs {jobs}: builders "

@@ -29,8 +29,8 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         metavar="N",
         help=(
             "compile processes that compile the next trials ahead, on CPU cores the measuring "
-            "process does not use, while it measures (0: off; default: on a GPU with 8 or "
-            "more CPU cores, off on a CPU device, whose measurement wants every core)"
+            "process does not use, while it measures (default 0: off; on a CPU device the "
+            "measurement then keeps half the cores, on a GPU two)"
         ),
     ),
     Option(

@@ -16,12 +16,15 @@ The locks are ``flock`` on files the search owns: the slot (``TrialSpec.measure_
 one per builder core set beside it. The kernel holds them for the process, however it ends.
 On a GPU the trial takes the slot before its set-up (eager runs on the device) and lets it go
 while Inductor compiles a graph (``compile_fx``: tracing, lowering, code generation and the
-Triton and C++ compiles, all on the CPU), where the config allows; a config whose compile
-itself runs kernels on the device (max-autotune's benchmarks, freezing's constant folding,
-another backend, a config in parts) keeps the slot throughout, so its kernel benchmarks run in
-the measuring slot. Time spent waiting for a lock is written to ``TrialSpec.waits_path``: the
-parent does not count it against the trial's compile budget, nor the trial against its
-timing deadline.
+Triton and C++ compiles, all on the CPU), where the config allows. Max-autotune's compile
+runs kernels on the device only to choose among them: it takes the slot back for each of those
+benchmarks (Inductor's choice benchmarks, their example inputs made on the device included,
+and its benchmarker), and lets it go between them; with a torch that names them otherwise it
+keeps the slot throughout. A config whose compile runs other work on the device (freezing's
+constant folding, another backend, a config in parts) keeps the slot throughout. Time spent
+waiting for a lock is written to ``TrialSpec.waits_path``: the parent does not count it
+against the trial's compile budget, nor the trial against its timing deadline, and the trial's
+compile time leaves it out.
 """
 
 from __future__ import annotations
@@ -72,6 +75,12 @@ def handover(spec: TrialSpec) -> Iterator[None]:
             _current = None
 
 
+def waited_so_far() -> float:
+    """The seconds this trial has waited for its locks until now (0 outside a pipeline): what
+    its compile time leaves out."""
+    return _current.waited if _current is not None else 0.0
+
+
 def take_measuring_slot() -> tuple[float, float]:
     """Before timing: waits for the measuring slot and moves there (:class:`Handover`). The
     seconds this trial waited for locks in all, and since it started its clock (after its
@@ -102,8 +111,9 @@ class Handover:
             _size_threads(spec.measure_cores or cores, compile_threads=len(cores))
         if not spec.device.startswith("cpu"):
             self._wait(lambda: _try(self._slot))  # set-up runs eager on the device
-            if _compiles_off_device(spec):
-                self._restore = _release_while_compiling(self._slot, self._wait)
+            held = _device_work_while_compiling(spec)
+            if held is not None:
+                self._restore = _release_while_compiling(self._slot, self._wait, held)
         self.before_clock = self.waited
         return self
 
@@ -187,29 +197,50 @@ def _try(file: IO[Any]) -> bool:
     return True
 
 
-def _compiles_off_device(spec: TrialSpec) -> bool:
-    """A config whose compile launches nothing on the device: Inductor, in one config, without
-    max-autotune (it benchmarks kernels) or freezing (it folds constants on the device)."""
+def _device_work_while_compiling(spec: TrialSpec) -> list[tuple[Any, str]] | None:
+    """Where this config's compile runs kernels on the device, the slot to be held there: none
+    for Inductor in one config; max-autotune's benchmarks (:func:`_benchmarks`); None (held
+    throughout) for freezing (it folds constants on the device), another backend, a config in
+    parts, or max-autotune with a torch whose benchmarks are not where we look."""
     config = spec.config or {}
     if config.get("backend", "inductor") != "inductor" or config.get("parts"):
-        return False
+        return None
     options = config.get("options") or {}
+    if options.get("freezing"):
+        return None
     autotuned = "max-autotune" in str(config.get("mode") or "") or any(
         key.startswith("max_autotune") and value for key, value in options.items()
     )
-    return not autotuned and not options.get("freezing")
+    return _benchmarks() if autotuned else []
+
+
+def _benchmarks() -> list[tuple[Any, str]] | None:
+    """Inductor's kernel benchmarks while it compiles: the choice benchmarks of its autotuned
+    templates (their example inputs are made there) and its GPU benchmarker (torch 2.11 and
+    2.13 name them alike); None where this torch lacks one of them."""
+    from torch._inductor import select_algorithm
+    from torch._inductor.runtime import benchmarking
+
+    needed = [
+        (select_algorithm.AlgorithmSelectorCache, "benchmark"),
+        (benchmarking.benchmarker, "benchmark_gpu"),
+    ]
+    if not all(callable(getattr(owner, name, None)) for owner, name in needed):
+        return None
+    later = (benchmarking.benchmarker, "benchmark_gpu_with_cuda_graph")  # not in torch 2.11
+    return needed + ([later] if callable(getattr(*later, None)) else [])
 
 
 def _release_while_compiling(
-    file: IO[Any], wait: Callable[[Callable[[], bool]], Any]
+    file: IO[Any], wait: Callable[[Callable[[], bool]], Any], held: list[tuple[Any, str]]
 ) -> Callable[[], None]:
     """Lets the slot go for the outermost ``compile_fx`` call of this process (it calls itself
-    for some graphs) and takes it back (``wait``) before the compiled graph runs; returns the
-    undo."""
+    for some graphs), holds it again inside for each of ``held`` (methods of a class or an
+    object), and takes it back (``wait``) before the compiled graph runs; returns the undo."""
     import torch._inductor.compile_fx as compile_fx_module
 
     original = compile_fx_module.compile_fx
-    depth = [0]
+    depth, inside = [0], [0]
 
     def compile_fx(*args: Any, **kwargs: Any) -> Any:
         depth[0] += 1
@@ -222,5 +253,39 @@ def _release_while_compiling(
             if depth[0] == 0:
                 wait(lambda: _try(file))
 
-    compile_fx_module.compile_fx = compile_fx
-    return lambda: setattr(compile_fx_module, "compile_fx", original)
+    def on_device(method: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            take = depth[0] > 0 and inside[0] == 0  # outside a compile the slot is held
+            inside[0] += 1
+            if take:
+                wait(lambda: _try(file))
+            try:
+                return method(*args, **kwargs)
+            finally:
+                inside[0] -= 1
+                if take:
+                    fcntl.flock(file, fcntl.LOCK_UN)
+
+        return run
+
+    undo = [_patch(compile_fx_module, "compile_fx", compile_fx)]
+    for owner, name in held:
+        method = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        undo.append(_patch(owner, name, on_device(method)))
+
+    def restore() -> None:
+        for step in reversed(undo):
+            step()
+
+    return restore
+
+
+def _patch(owner: Any, name: str, value: Any) -> Callable[[], None]:
+    """Sets ``owner.name``; returns what puts back what was there (an object's own attribute,
+    or none: then its class's shows again)."""
+    missing = object()
+    before = vars(owner).get(name, missing)
+    setattr(owner, name, value)
+    if before is missing:
+        return lambda: delattr(owner, name)
+    return lambda: setattr(owner, name, before)

@@ -33,7 +33,7 @@ from autotune.trials._checks import (
 )
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
-from autotune.trials._handover import handover, take_measuring_slot
+from autotune.trials._handover import handover, take_measuring_slot, waited_so_far
 from autotune.trials._judged import Judged
 from autotune.trials._many import name_call, per_shape, record_traffic, warmup_specs
 from autotune.trials._phase import write_phase
@@ -363,7 +363,8 @@ class _Target:
 def _compile(
     spec: TrialSpec, config: CompileConfig | None, work: Workload
 ) -> tuple[_Target, float | None]:
-    """Compiles, and times the first call of every input shape (that is the compile time)."""
+    """Compiles, and times the first call of every input shape (that is the compile time, less
+    what it waited for the measuring slot with builders on a GPU)."""
     if config is None:
         return _Target(work.model, measure.clone_outputs(_sweep(work.model, work.calls))), None
     try:
@@ -373,9 +374,10 @@ def _compile(
             compiled = compile_module(model, config, allow_unsafe_knobs=spec.allow_unsafe_knobs)
             outputs, total = [], 0.0
             for call in work.calls:
+                waited = waited_so_far()
                 out, seconds = measure.time_first_call(partial(_one, compiled, call), spec.device)
                 outputs.append(measure.clone_outputs(out))
-                total += seconds
+                total += seconds - (waited_so_far() - waited)  # not the waits for the slot
     except Exception as exc:
         raise classify(exc, config) from exc
     _raise_on_fallback(conversion)

@@ -143,7 +143,7 @@ class PreloadedHostRunner:
         host = self._ensure_host(spec)
         host.send({
             "spec": str(folder / "spec.json"), "result": str(folder / "result.json"),
-            "log": str(folder / "log.txt"), "env": _runner.cache_env(spec),
+            "log": str(folder / "log.txt"), "env": _runner.trial_env(spec),
         })  # fmt: skip
         started = host.recv(_REPLY_TIMEOUT_S)
         if started is None:
@@ -166,7 +166,7 @@ class PreloadedHostRunner:
         if self._host is not None and self._host_key != key:
             self.close()
         if self._host is None:
-            env = {**_runner.child_env(self.cores), **_runner.cache_env(spec)}
+            env = {**_runner.child_env(self.cores), **_runner.trial_env(spec)}
             env["AUTOTUNE_HOST_DEVICE"] = key[1]
             folder = Path(self.log_dir or spec.cache_dir or _scratch.run_root())
             folder.mkdir(parents=True, exist_ok=True)

@@ -75,7 +75,7 @@ class SubprocessRunner:
             self.python, "-m", "autotune.trials._child",
             str(folder / "spec.json"), str(folder / "result.json"),
         ]  # fmt: skip
-        env = {**child_env(self.cores), **cache_env(spec)}
+        env = {**child_env(self.cores), **trial_env(spec)}
         with open(folder / "log.txt", "wb") as log:
             proc = subprocess.Popen(
                 argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
@@ -190,11 +190,15 @@ def pin_threads() -> None:
 CACHE_PARTS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
 
 
-def cache_env(spec: TrialSpec) -> dict[str, str]:
-    """The study's kernel caches (Inductor and Triton), shared by its trials."""
-    if not spec.cache_dir:
-        return {}
-    return {variable: str(Path(spec.cache_dir, part)) for variable, part in CACHE_PARTS.items()}
+def trial_env(spec: TrialSpec) -> dict[str, str]:
+    """A trial process's own environment: the study's kernel caches (Inductor and Triton),
+    shared by its trials; and for a CPU trial, no GPU in sight (on a GPU node Dynamo would
+    start CUDA in each of its compiles: a CUDA context for nothing, and an error in a trial
+    forked from the warm host)."""
+    env = {"CUDA_VISIBLE_DEVICES": ""} if spec.device.split(":")[0] == "cpu" else {}
+    if spec.cache_dir:
+        env.update({v: str(Path(spec.cache_dir, part)) for v, part in CACHE_PARTS.items()})
+    return env
 
 
 def outcome(folder: Path, rc: int | None, timed_out: bool, budget_s: float) -> TrialResult:

@@ -15,32 +15,22 @@ from autotune.study import Search, SearchRequest
 from autotune.trials import Pipeline, PipelinedRunner, TrialResult, TrialSpec
 
 
-@pytest.mark.parametrize(
-    "device, cores, expected",
-    [
-        ("cpu", 64, 0),  # a CPU device times on every core: none spare
-        ("cuda:0", 2, 0),  # this project's CI machine: as today
-        ("cuda:0", 7, 0),
-        ("cuda:0", 8, 1),  # 2 measure, 6 compile (one builder of 4)
-        ("cuda:0", 16, 3),  # the GPU nodes lent to this project
-        ("cuda:0", 64, 4),  # at most 4 by default: each holds the model in memory
-    ],
-)
-def test_builders_by_default_only_where_cores_are_spare(device, cores, expected):
-    assert builder_count(None, device, cores) == expected
+@pytest.mark.parametrize("cores, jobs", [(2, 1), (16, 1), (64, 1), (16, 2)])
+def test_builders_are_off_unless_asked_for(cores, jobs):
+    # On the one GPU node measured (H200, 16 cores) 3 builders ran the search 0.93x as fast
+    assert builder_count(None, cores, jobs) == 0
 
 
-def test_builders_are_off_by_default_beside_parallel_jobs_and_refused_with_them():
-    assert builder_count(None, "cuda:0", 16, jobs=2) == 0
+def test_builders_are_refused_beside_parallel_jobs():
     with pytest.raises(UsageError, match=r"--builders 2 goes with one measuring job.*--jobs 1"):
-        builder_count(2, "cpu", 16, jobs=2)
+        builder_count(2, 16, jobs=2)
 
 
 def test_builders_asked_for_need_a_core_each_beside_the_runners():
-    assert builder_count(1, "cpu", 2) == 1  # asked for: even on a CPU device
-    assert builder_count(0, "cuda:0", 16) == 0  # the flag that turns it off
+    assert builder_count(1, 2) == 1  # asked for: even on this 2-core machine
+    assert builder_count(0, 16) == 0
     with pytest.raises(UsageError, match=r"needs 3 CPU cores.*may use 2; pass --builders 1"):
-        builder_count(2, "cpu", 2)
+        builder_count(2, 2)
 
 
 @pytest.mark.parametrize(

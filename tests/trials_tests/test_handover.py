@@ -14,7 +14,7 @@ import torch._inductor.compile_fx as compile_fx_module
 
 from autotune.runtime.config import CompileConfig
 from autotune.trials import TrialSpec, _handover
-from autotune.trials._handover import Handover, _compiles_off_device, waited_s
+from autotune.trials._handover import Handover, _device_work_while_compiling, waited_s
 
 
 @pytest.fixture
@@ -118,21 +118,64 @@ def test_a_trial_outside_a_pipeline_takes_nothing(tmp_path):
     assert waited_s(None) == 0.0 and waited_s(str(tmp_path / "none")) == 0.0
 
 
+BENCHMARKS = _handover._benchmarks()
+
+
 @pytest.mark.parametrize(
-    "config, off_device",
+    "config, held",
     [
-        (CompileConfig(), True),
-        (CompileConfig(options={"coordinate_descent_tuning": True}), True),
-        (CompileConfig(mode="max-autotune-no-cudagraphs"), False),  # benchmarks kernels
-        (CompileConfig(options={"max_autotune_gemm": True}), False),
-        (CompileConfig(options={"freezing": True}), False),  # folds constants on the device
-        (CompileConfig(backend="cudagraphs"), False),
+        (CompileConfig(), []),
+        (CompileConfig(options={"coordinate_descent_tuning": True}), []),  # tunes when it runs
+        (CompileConfig(mode="max-autotune-no-cudagraphs"), BENCHMARKS),
+        (CompileConfig(options={"max_autotune_gemm": True}), BENCHMARKS),
+        (CompileConfig(options={"freezing": True}), None),  # folds constants on the device
+        (CompileConfig(mode="max-autotune", options={"freezing": True}), None),
+        (CompileConfig(backend="cudagraphs"), None),
     ],
 )
-def test_on_a_gpu_the_slot_is_let_go_only_where_compiling_runs_nothing_on_the_device(
-    config, off_device
+def test_on_a_gpu_the_slot_is_held_while_compiling_only_where_kernels_run_on_the_device(
+    config, held
 ):
-    assert _compiles_off_device(TrialSpec("m.py", "cuda", config.to_dict())) is off_device
+    assert _device_work_while_compiling(TrialSpec("m.py", "cuda", config.to_dict())) == held
+
+
+def test_this_torch_names_the_kernel_benchmarks_of_max_autotune():
+    # Else max-autotune trials keep the slot through their compile (safe, and slow): a torch
+    # upgrade that moves them must show here.
+    assert BENCHMARKS is not None
+    assert [name for _, name in BENCHMARKS][:2] == ["benchmark", "benchmark_gpu"]
+
+
+def test_on_a_gpu_max_autotune_takes_the_slot_for_each_kernel_benchmark_only(
+    tmp_path, monkeypatch, pinned
+):
+    from torch._inductor import select_algorithm
+    from torch._inductor.runtime import benchmarking
+
+    slot, seen = tmp_path / "slot", []
+    monkeypatch.setattr(select_algorithm.AlgorithmSelectorCache, "benchmark",
+                        lambda self, *a: seen.append(("choices", free(slot))) or {})  # fmt: skip
+    real_gpu = benchmarking.benchmarker.benchmark_gpu
+
+    def compile_fx(gm, inputs):
+        seen.append(("compiling", free(slot)))
+        select_algorithm.AlgorithmSelectorCache.benchmark(object(), [])
+        benchmarking.benchmarker.benchmark_gpu(lambda: None)
+        seen.append(("between", free(slot)))
+
+    monkeypatch.setattr(benchmarking.benchmarker, "benchmark_gpu",
+                        lambda fn: seen.append(("benchmarker", free(slot))) or 1.0)  # fmt: skip
+    monkeypatch.setattr(compile_fx_module, "compile_fx", compile_fx)
+    tuned = spec(tmp_path, "a", device="cuda", config=CompileConfig(mode="max-autotune"))
+    with Handover(tuned) as place:
+        compile_fx_module.compile_fx(None, [])
+        benchmarking.benchmarker.benchmark_gpu(lambda: None)  # the first run's: slot held
+        place.measure()
+    assert seen == [("compiling", True), ("choices", False), ("benchmarker", False),
+                    ("between", True), ("benchmarker", False)]  # fmt: skip
+    assert compile_fx_module.compile_fx is compile_fx  # every patch undone
+    monkeypatch.undo()
+    assert benchmarking.benchmarker.benchmark_gpu == real_gpu
 
 
 def test_on_a_gpu_the_slot_is_free_while_inductor_compiles_and_held_around_it(
@@ -157,11 +200,12 @@ def test_on_a_gpu_the_slot_is_free_while_inductor_compiles_and_held_around_it(
     assert free(slot)  # the process's end (here: the block's) lets it go
 
 
-def test_on_a_gpu_a_max_autotune_trial_holds_the_slot_while_compiling(tmp_path, monkeypatch,
-                                                                      pinned):  # fmt: skip
+def test_on_a_gpu_a_freezing_trial_holds_the_slot_while_compiling(tmp_path, monkeypatch,
+                                                                  pinned):  # fmt: skip
     slot, seen = tmp_path / "slot", []
     monkeypatch.setattr(compile_fx_module, "compile_fx", lambda *a: seen.append(free(slot)))
-    tuned = spec(tmp_path, "a", device="cuda", config=CompileConfig(mode="max-autotune"))
+    frozen = CompileConfig(mode="max-autotune", options={"freezing": True})
+    tuned = spec(tmp_path, "a", device="cuda", config=frozen)
     with Handover(tuned):
         compile_fx_module.compile_fx(None, [])
     assert seen == [False]

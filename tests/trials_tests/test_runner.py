@@ -180,3 +180,20 @@ def test_a_trial_writes_its_phase_where_its_spec_says(runner, model_file, tmp_pa
     result = runner.run(spec)
     assert result.status == "ok", result.error_tail
     assert read_phase(path) == "measuring"  # after "compiling"; the search removes the file
+
+
+def test_a_cpu_trial_sees_no_gpu(run, tmp_path):
+    # On a GPU node Dynamo would start CUDA in a CPU trial's compile, which a trial forked from
+    # the warm host cannot do (measured on an H200: every compiled CPU trial failed).
+    model = tmp_path / "sees.py"
+    model.write_text(
+        "import os\nimport torch\n\n"
+        "def get_model(device):\n"
+        "    assert os.environ.get('CUDA_VISIBLE_DEVICES') == '', 'a GPU is in sight'\n"
+        "    assert not torch.cuda.is_available()\n"
+        "    return torch.nn.Linear(4, 4)\n\n"
+        "def get_inputs(device):\n"
+        "    return (torch.randn(2, 4),)\n"
+    )
+    result = run(str(model), aot())
+    assert result.status == "ok", result.error_tail
