@@ -125,11 +125,11 @@ def main() -> int:
     for name in args.models.split(","):
         runs.append(_model_run(name, args))
         print(_model_section(runs[-1]), flush=True)
-    machine = {"load_before": load_before, "load_after": os.getloadavg(), **_machine(args)}
-    machine.update(accuracy=args.accuracy, trials=args.trials, finalists=args.finalists)
-    if args.json:
-        raw = {"machine": machine, "runs": [dataclasses.asdict(r) for r in runs]}
-        args.json.write_text(json.dumps(raw, indent=1) + "\n")
+        machine = {"load_before": load_before, "load_after": os.getloadavg(), **_machine(args)}
+        machine.update(accuracy=args.accuracy, trials=args.trials, finalists=args.finalists)
+        if args.json:  # after each model: a run cut short keeps the models it finished
+            raw = {"machine": machine, "runs": [dataclasses.asdict(r) for r in runs]}
+            args.json.write_text(json.dumps(raw, indent=1) + "\n")
     before = _runs_from_json(args.before) if args.before else None
     report = _report(runs, args, machine, before)
     out = args.out or HERE / "results" / f"suite_{args.device.split(':')[0]}.md"
@@ -405,6 +405,7 @@ def _report(
         f"min) {_load(machine['load_before'])} before, {_load(machine['load_after'])} after. "
         f"`python benchmarks/suite.py --device {args.device} --trials {args.trials} "
         f"--finalists {args.finalists}"
+        + (f" --models {args.models}" if args.models != ",".join(MODELS) else "")
         + (f" --accuracy '{contract}'" if contract else "")
         + (f" --search-args '{args.search_args}'" if args.search_args else "")
         + f"`: each model's `autotune search --trials {args.trials} "
