@@ -270,8 +270,8 @@ def _release_while_compiling(
 
     undo = [_patch(compile_fx_module, "compile_fx", compile_fx)]
     for owner, name in held:
-        method = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
-        undo.append(_patch(owner, name, on_device(method)))
+        # a class's function (self comes first when called as a method) or an object's bound one
+        undo.append(_patch(owner, name, on_device(getattr(owner, name))))
 
     def restore() -> None:
         for step in reversed(undo):
