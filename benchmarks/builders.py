@@ -74,24 +74,22 @@ def _study(db: Path) -> dict[str, Any]:
 
 
 def _device(device: str) -> str:
-    """The accelerator and the versions that decide the generated code."""
+    """The device, its cores, and the versions that decide the generated code."""
     import torch
+    from suite import _cuda_versions, device_name
 
-    name = platform.processor() or platform.machine()
-    if device == "cuda" and torch.cuda.is_available():
-        import triton
-
-        name = f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}"
-        name += f", triton {triton.__version__}"
-    return f"{name}, torch {torch.__version__}"
+    name = f"{device_name(device)}, torch {torch.__version__}"
+    if device.startswith("cuda"):
+        name += ", " + ", ".join(f"{k} {v}" for k, v in _cuda_versions().items())
+    return name
 
 
 def render(args: argparse.Namespace, runs: list[dict[str, Any]]) -> str:
     lines = [
         f"# The same search with and without builders ({Path(args.model).name}, {args.device})",
         "",
-        f"Machine: {platform.node()}, {_device(args.device)}, "
-        f"{os.cpu_count()} cores; Python {platform.python_version()}; load average "
+        f"Machine: {platform.node()}, {_device(args.device)}; "
+        f"{os.cpu_count()} cores in all; Python {platform.python_version()}; load average "
         f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. `python "
         f"benchmarks/builders.py {args.model} --device {args.device} --trials {args.trials} "
         f"--builders {args.builders} --seed {args.seed}`"

@@ -120,13 +120,13 @@ def main() -> int:
     args = parser.parse_args()
     if args.render:
         return _render(args)
-    load_before = os.getloadavg()
+    machine = {"load_before": os.getloadavg(), **_machine(args)}
+    machine.update(accuracy=args.accuracy, trials=args.trials, finalists=args.finalists)
     runs = []
     for name in args.models.split(","):
         runs.append(_model_run(name, args))
         print(_model_section(runs[-1]), flush=True)
-        machine = {"load_before": load_before, "load_after": os.getloadavg(), **_machine(args)}
-        machine.update(accuracy=args.accuracy, trials=args.trials, finalists=args.finalists)
+        machine["load_after"] = os.getloadavg()
         if args.json:  # after each model: a run cut short keeps the models it finished
             raw = {"machine": machine, "runs": [dataclasses.asdict(r) for r in runs]}
             args.json.write_text(json.dumps(raw, indent=1) + "\n")

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from autotune.trials import TrialRunner
 
 RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
-# Builders by default: on a GPU device with this many CPU cores or more (a CPU device times
-# on every core it has, so none are spare), one per 4 cores past the measuring cores, at most 4.
 # The measuring cores beside builders on a GPU: a trial there launches kernels; the rest
 # compile.
 _GPU_RUNNER_CORES = 2

@@ -195,7 +195,7 @@ def trial_env(spec: TrialSpec) -> dict[str, str]:
     shared by its trials; and for a CPU trial, no GPU in sight (on a GPU node Dynamo would
     start CUDA in each of its compiles: a CUDA context for nothing, and an error in a trial
     forked from the warm host)."""
-    env = {"CUDA_VISIBLE_DEVICES": ""} if spec.device.split(":")[0] == "cpu" else {}
+    env = {"CUDA_VISIBLE_DEVICES": ""} if spec.device.startswith("cpu") else {}
     if spec.cache_dir:
         env.update({v: str(Path(spec.cache_dir, part)) for v, part in CACHE_PARTS.items()})
     return env
