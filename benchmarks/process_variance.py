@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from suite import MODELS, _device_name
+from suite import MODELS, device_name
 
 from autotune.measure import Timing, interleaved_timing
 from autotune.runtime.config import CompileConfig
@@ -40,7 +40,7 @@ def main() -> int:
     lines = [
         f"# Speedup between processes on {args.device}",
         "",
-        f"Machine: {platform.node()}, {_device_name(args.device)}; torch {torch.__version__}. "
+        f"Machine: {platform.node()}, {device_name(args.device)}; torch {torch.__version__}. "
         f"`python benchmarks/process_variance.py --models {args.models} --processes "
         f"{args.processes}`. Default torch.compile; each process row is one fresh trial process, "
         "each window row one 2-second interleaved timing in a single process, back to back.",

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from fixed_finalist import fixed_round, section, verdict
 
 from autotune.decide import Decision, decide
 from autotune.decide._presets import preset_hashes
@@ -90,6 +91,7 @@ class ModelRun:
     trials: dict[str, int]
     rows: list[Row] = field(default_factory=list)
     verify: list[dict[str, object]] = field(default_factory=list)
+    fixed: dict[str, object] = field(default_factory=dict)  # --fixed: its round
 
 
 def main() -> int:
@@ -112,6 +114,10 @@ def main() -> int:
         "--compile-budget 120'): a time-boxed run on a lent machine",
     )  # fmt: skip
     parser.add_argument(
+        "--fixed", help="presets of the space to combine into a fixed finalist, measured after "
+        "each search beside the emitted config (e.g. bf16-autocast,freezing)",
+    )  # fmt: skip
+    parser.add_argument(
         "--keep", type=Path, help="copy each model's study database and best-config file here"
     )
     parser.add_argument(
@@ -121,7 +127,8 @@ def main() -> int:
     if args.render:
         return _render(args)
     machine = {"load_before": os.getloadavg(), **_machine(args)}
-    machine.update(accuracy=args.accuracy, trials=args.trials, finalists=args.finalists)
+    machine.update(accuracy=args.accuracy, trials=args.trials, finalists=args.finalists,
+                   fixed=args.fixed)  # fmt: skip
     runs = []
     for name in args.models.split(","):
         runs.append(_model_run(name, args))
@@ -161,6 +168,8 @@ def _model_run(name: str, args: argparse.Namespace) -> ModelRun:
         if done.returncode != 0:
             raise SystemExit(f"suite: autotune search on {name} exited {done.returncode}")
         run = _read_round(name, storage, wall_s)
+        if args.fixed:
+            run.fixed = fixed_round(storage, STUDY, args.fixed.split(","))
         run.verify = [_verify(best, model, args.device) for _ in range(args.verify)]
     return run
 
@@ -320,6 +329,8 @@ def _model_section(run: ModelRun, before: ModelRun | None = None) -> str:
     if any(not r.exact for r in run.rows):
         lines.append(f"Rule on fp32 (exact tuned ≥ best exact preset): {exact_holds(run)}.")
     lines.append("")
+    if run.fixed:
+        lines += section(run.fixed)
     if before is not None:
         lines += [
             f"Before: decision **{before.decision}**, emitted {_emitted_figure(before)}; "
@@ -369,12 +380,17 @@ def _report(
     by_model = {run.model: run for run in before or []}
     head = "| model | decision | emitted vs best preset (same round) |"
     rule = "|---|---|---|"
+    if args.fixed:
+        head += " emitted vs fixed finalist (a round of its own) |"
+        rule += "---|"
     if before is not None:
         head += " before: decision, emitted | after: emitted |"
         rule += "---|---|"
     summary = [head, rule]
     for run in runs:
         line = f"| {run.model} | {run.decision} | {holds(run)[1]} |"
+        if args.fixed:
+            line += f" {verdict(run.fixed) if run.fixed else 'not measured'} |"
         if before is not None:
             old = by_model.get(run.model)
             was = f"{old.decision}, {_emitted_figure(old)}" if old else "not run"
@@ -408,6 +424,7 @@ def _report(
         + (f" --models {args.models}" if args.models != ",".join(MODELS) else "")
         + (f" --accuracy '{contract}'" if contract else "")
         + (f" --search-args '{args.search_args}'" if args.search_args else "")
+        + (f" --fixed {args.fixed}" if args.fixed else "")
         + f"`: each model's `autotune search --trials {args.trials} "
         f"--finalists {args.finalists} --preset-finalists all"
         + (f" {args.search_args}" if args.search_args else "")
@@ -430,6 +447,7 @@ def _render(args: argparse.Namespace) -> int:
     args.accuracy = args.accuracy or machine.get("accuracy")
     args.trials = machine.get("trials", args.trials)
     args.finalists = machine.get("finalists", args.finalists)
+    args.fixed = args.fixed or machine.get("fixed")
     before = _runs_from_json(args.before) if args.before else None
     report = _report(_runs_from_json(args.render), args, machine, before)
     (args.out or HERE / "results" / f"suite_{args.device.split(':')[0]}.md").write_text(report)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
-from autotune.decide._finalists import Finalist, finalist_records
+from autotune.decide._finalists import Finalist, finalist_records, left_behind
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, CompileConfig, for_generate
 from autotune.scoring import Objective, break_even_calls
@@ -46,7 +47,8 @@ def best_config(
     chosen, note = against_default(best, pool, objective, records)
     if chosen is None:
         return do_not_compile(records, settings, study, storage, note, best)
-    chosen, preset_note = against_preset(chosen, pool, objective, records, settings)
+    behind = left_behind(finalists or [], chosen)
+    chosen, preset_note = against_preset(chosen, pool, objective, records, settings, behind)
     note += preset_note
     reason = f"trial {chosen.trial_number} was the best correct configuration "
     reason += f"({objective.describe()}): {spread(chosen, objective)}{note}"
@@ -165,15 +167,21 @@ def against_preset(
     objective: Objective,
     records: list[TrialRecord],
     settings: StudySettings,
+    behind: Collection[int] = (),
 ) -> tuple[TrialRecord, str]:
     """A tuned config that does not beat the best preset of the space by more than the
-    measured spread gives way to the preset, which sets fewer knobs (when it is shippable)."""
+    measured spread gives way to the preset, which sets fewer knobs (when it is shippable);
+    not to one the finalist round left clearly behind it (``behind``: trial numbers, see
+    :func:`~autotune.decide._finalists.left_behind`)."""
     from autotune.decide._presets import preset_hashes
 
     names = preset_hashes(settings)
     if not names or best.baseline is not None or best.config_hash in names:
         return best, ""
-    presets = [r for r in pool if r.config_hash in names and r.baseline is None]
+    presets = [
+        r for r in pool
+        if r.config_hash in names and r.baseline is None and r.trial_number not in behind
+    ]  # fmt: skip
     preset = max(presets, key=lambda r: objective.score(r) or 0.0, default=None)
     if preset is None or objective.spread(best)[0] > objective.spread(preset)[1]:
         return best, ""

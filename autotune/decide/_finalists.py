@@ -255,12 +255,39 @@ def settled(
         speedup, top = c.speedup_vs_eager or 0.0, c.speedup_vs_eager_q3 or 0.0
         if i == lead or finalists[i].baseline == "default":
             continue
-        if top < reach and speedup * SETTLED_MARGIN < (best.speedup_vs_eager or 0.0):
+        if _clearly_behind(c, best):
             behind[i] = (
                 f"its cold run ({speedup:.2f}x eager, q3 {top:.2f}x) is clearly behind "
                 f"{_who(finalists[lead])}'s ({best.speedup_vs_eager:.2f}x, q1 {reach:.2f}x)"
             )
     return behind
+
+
+def _clearly_behind(run: TrialResult, ahead: TrialResult) -> bool:
+    """``run`` is clearly slower than ``ahead``: its upper quartile below the other's lower
+    one, and its median :data:`SETTLED_MARGIN` below."""
+    reach = ahead.speedup_vs_eager_q1 or ahead.speedup_vs_eager or 0.0
+    return (run.speedup_vs_eager_q3 or 0.0) < reach and (
+        run.speedup_vs_eager or 0.0
+    ) * SETTLED_MARGIN < (ahead.speedup_vs_eager or 0.0)
+
+
+def left_behind(finalists: list[Finalist], by: TrialRecord) -> set[int]:
+    """The trial numbers of the finalists whose warm run was not run because the cold pass left
+    them clearly behind, and that ``by``'s own cold run leaves clearly behind: the round has
+    judged them slower than ``by``, so no rule of the decision hands them the win over it (a
+    preset's single process narrows its quartiles, while ``by``'s pool widens with its warm
+    run)."""
+    mine = next(
+        (f for f in finalists if f.ok and f.searched.trial_number == by.trial_number), None
+    )
+    if mine is None:
+        return set()
+    return {
+        f.searched.trial_number
+        for f in finalists
+        if f.cold_only and f is not mine and _clearly_behind(f.cold, mine.cold)
+    }
 
 
 def _who_all(finalists: list[TrialRecord]) -> str:

@@ -1,13 +1,24 @@
 """Combinations of the presets that win: once the baselines and presets have run, the presets
 that each ran faster than default torch.compile are measured together (the best pairs, and all
-of them where they combine) before the sampler draws at random.
+of them where they combine) before the sampler draws at random, and so is each of them beside
+every preset that may pay only in its company.
 
 Levers that pay on their own often pay more together, and the sampler finds them late: on the
 AMX Xeon's levers suite (issue 45) bf16 autocast + freezing beat the best single preset by
 1.17-1.20x on a Llama prefill and a ResNet, while 12 sampled trials shipped a preset on every
-model. A combination is a tuned config like a sampled one (the decision holds it to the best
+model. Some levers pay only beside another: on a Llama prefill in float32, freezing and
+max-autotune's GEMM templates ran as fast as default compile (0.99x, on the 2-core AMD EPYC),
+and freezing's weight prepacking is for bf16 GEMMs above all. So a winner is also combined with
+each *partner*: a preset that ran within 5% of default compile with code of its own, or that the
+budget left unmeasured; a preset that failed, ran clearly slower or generated code timed before
+(the mode preset that generates default compile's code on a CPU) is no partner. Presets on two
+backends do not combine: a backend's levers are its own (bf16 autocast around OpenVINO, which
+has its own inference precision, left a Llama's outputs at cosine 0.85).
+
+A combination is a tuned config like a sampled one (the decision holds it to the best
 preset), measured once per study, in the queue after the presets, and counts against
-``--trials``: at most a quarter of them go to combinations.
+``--trials``: at most a quarter of them go to combinations, the most promising first (the
+product of their presets' speed-ups over default; a partner not measured counts as 1).
 
 Then the sampler is told what the presets and combinations measured: each becomes a prior
 (Optuna ``add_trial``, the user attribute ``autotune.prior``) with the params the sampler would
@@ -20,12 +31,14 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.records import TrialRecord
 from autotune.space import Preset, SearchSpace
 from autotune.storage import (
     COMBINATION_ATTR,
@@ -38,48 +51,82 @@ from autotune.study._queue import run_waiting, whole_model_trials
 from autotune.study._session import Session
 
 __all__ = [
-    "combinations", "combine_and_tell", "enqueue_combinations", "pending_combinations",
-    "preset_of", "run_combinations", "tell_sampler", "winners",
+    "Levers", "combinations", "combine_and_tell", "enqueue_combinations", "levers",
+    "pending_combinations", "preset_of", "run_combinations", "tell_sampler",
 ]  # fmt: skip
 
 
-def winners(session: Session, trials: list[FrozenTrial]) -> list[tuple[str, float]] | None:
-    """The presets that ran faster than default torch.compile (their median over default's),
-    best first, with that speed-up; None while a preset or default compile has yet to run."""
+# A preset that ran within this share of default compile's speed may pay beside a winner: the
+# spread of one process's median (the convnet's second process over its first: quartiles 0.937
+# to 1.050, benchmarks/results/search_quality_cpu.md).
+PARTNER_FLOOR = 0.95
+
+
+@dataclass(frozen=True)
+class Levers:
+    """What the presets measured, for combining: each by name with its median over default
+    torch.compile's, best first."""
+
+    won: list[tuple[str, float]]
+    """The presets that ran faster than default compile."""
+    partners: list[tuple[str, float | None]]
+    """The presets that may pay beside a winner: within :data:`PARTNER_FLOOR` of default
+    compile with code of their own, then those the budget left unmeasured (None)."""
+
+
+def levers(session: Session, trials: list[FrozenTrial]) -> Levers | None:
+    """The winning presets and their partners; None while a preset or default compile has
+    yet to run."""
     found = whole_model_trials(session, trials)
     if found is None:
         return None
     records = {r.trial_number: r for r in found[0]}
-    won = []
+    measured: set[str] = set()
+    won: list[tuple[str, float]] = []
+    partners: list[tuple[str, float | None]] = []
     for t in trials:
         name, record = t.user_attrs.get(PRESET_ATTR), records.get(t.number)
-        if name is None or record is None or record.status != "ok":
+        if name is None:
             continue
-        if record.duplicate_of is None and (record.speedup_vs_default or 0.0) > 1.0:
-            won.append((str(name), float(record.speedup_vs_default or 0.0)))
-    return sorted(won, key=lambda w: -w[1])
+        measured.add(str(name))
+        if record is None or record.status != "ok" or _timed_before(record):
+            continue
+        speedup = float(record.speedup_vs_default or 0.0)
+        if speedup > 1.0:
+            won.append((str(name), speedup))
+        elif speedup >= PARTNER_FLOOR:
+            partners.append((str(name), speedup))
+    partners.sort(key=lambda p: -(p[1] or 0.0))
+    partners += [(p.name, None) for p in session.space.presets if p.name not in measured]
+    return Levers(sorted(won, key=lambda w: -w[1]), partners)
 
 
-def combinations(
-    space: SearchSpace, won: Sequence[tuple[str, float]], limit: int
-) -> list[tuple[Preset, list[str]]]:
-    """Up to ``limit`` combinations of the winning presets, most promising first (the product
-    of their speed-ups over default): every pair that combines, and all of them (each added
-    in order while it combines) where more than two do. A combination setting exactly what
-    a preset of the space sets is that preset, measured already, and is left out."""
-    if limit <= 0 or len(won) < 2:
+def _timed_before(record: TrialRecord) -> bool:
+    """The trial reused another's measurement: the same config, or the same generated code."""
+    return record.duplicate_of is not None or record.equivalent_of is not None
+
+
+def combinations(space: SearchSpace, found: Levers, limit: int) -> list[tuple[Preset, list[str]]]:
+    """Up to ``limit`` combinations, most promising first (the product of their presets'
+    speed-ups over default): every pair of winners that combines, all of them (each added in
+    order while it combines) where more than two do, and each winner with each partner. A
+    combination setting exactly what a preset of the space sets is that preset, measured
+    already, and is left out; so are presets on two backends."""
+    won = found.won
+    if limit <= 0 or not won:
         return []
+    pairs = [*itertools.combinations(won, 2), *itertools.product(won, found.partners)]
     scored: list[tuple[float, Preset, list[str]]] = []
-    for (a, sa), (b, sb) in itertools.combinations(won, 2):
-        merged = space.combine([a, b])
+    for (a, sa), (b, sb) in pairs:
+        merged = _combined(space, [a, b])
         if merged is not None:
-            scored.append((sa * sb, merged, [a, b]))
+            scored.append((sa * (sb or 1.0), merged, [a, b]))
     if len(won) > 2:
         names = [won[0][0]]
         for name, _ in won[1:]:
-            if space.combine([*names, name]) is not None:
+            if _combined(space, [*names, name]) is not None:
                 names.append(name)
-        merged = space.combine(names) if len(names) > 2 else None
+        merged = _combined(space, names) if len(names) > 2 else None
         if merged is not None:
             speedups = dict(won)
             scored.append((math.prod(speedups[n] for n in names), merged, names))
@@ -90,6 +137,13 @@ def combinations(
             known.append(dict(merged.values))
             out.append((merged, names))
     return out[:limit]
+
+
+def _combined(space: SearchSpace, names: list[str]) -> Preset | None:
+    """The presets as one, where they combine and all run on one backend."""
+    presets = [space.preset(name) for name in names]
+    backends = {space.preset_config(p).backend for p in presets if p is not None}
+    return space.combine(names) if len(backends) == 1 else None
 
 
 def preset_of(space: SearchSpace, attrs: Mapping[str, Any]) -> Preset | None:
@@ -115,24 +169,33 @@ def enqueue_combinations(session: Session) -> None:
         return
     if not any(PRESET_ATTR in t.user_attrs for t in trials):
         return
-    won = winners(session, trials)
-    if won is None or len(won) < 2:
+    found = levers(session, trials)
+    if found is None or not found.won or len(found.won) + len(found.partners) < 2:
         return
     limit = session.settings.trials // 4
-    chosen = combinations(session.space, won, limit)
+    chosen = combinations(session.space, found, limit)
     for _, names in chosen:
         session.db(session.study.enqueue_trial, {}, {COMBINATION_ATTR: names})
-    faster = ", ".join(f"{name} {speedup:.2f}x" for name, speedup in won)
+    what = _measured(found)
     if chosen:
         listed = ", ".join(merged.name for merged, _ in chosen)
-        session.events.on_note(
-            f"combinations: measuring {listed} (presets faster than default compile: {faster})"
-        )
+        session.events.on_note(f"combinations: measuring {listed} ({what})")
     else:
         why = "none of them combine" if limit else f"--trials {session.settings.trials} < 4"
-        session.events.on_note(
-            f"combinations: not measured, {why} (presets faster than default compile: {faster})"
-        )
+        session.events.on_note(f"combinations: not measured, {why} ({what})")
+
+
+def _measured(found: Levers) -> str:
+    """``presets faster than default compile: a 1.88x; beside them: b 0.99x, c (not
+    measured)``."""
+    faster = ", ".join(f"{name} {speedup:.2f}x" for name, speedup in found.won)
+    beside = ", ".join(
+        f"{name} (not measured)" if speedup is None else f"{name} {speedup:.2f}x"
+        for name, speedup in found.partners
+    )
+    return f"presets faster than default compile: {faster}" + (
+        f"; beside them: {beside}" if beside else ""
+    )
 
 
 def tell_sampler(session: Session) -> int:

@@ -6,7 +6,7 @@ import os
 import threading
 from dataclasses import replace
 
-from autotune.decide._finalists import remeasure
+from autotune.decide._finalists import left_behind, remeasure
 from autotune.records import TrialRecord
 from autotune.storage._settings import StudySettings
 from autotune.trials import MeasureSettings, TrialResult, TrialSpec
@@ -102,6 +102,16 @@ def test_a_finalist_the_cold_pass_left_clearly_behind_is_not_run_warm():
     assert "finalist #5: cold compile 10.0s (1.30x eager), not run warm (clearly behind): " in (
         "\n".join(notes)
     )
+
+
+def test_left_behind_names_the_finalists_a_config_s_cold_run_left_clearly_behind():
+    runner = OrderRunner(speedups={"m3": 2.0, "m5": 1.3, "m7": 1.85, "m1": 1.0})
+    finalists = [searched(3), searched(5), searched(7), searched(1, baseline="default")]
+    done = remeasure(finalists, SETTINGS, runner=runner)
+    # #5 ran cold only; #3's cold run and #7's (1.85x, q1 1.75x) both leave it clearly behind
+    assert left_behind(done, searched(3)) == {5} == left_behind(done, searched(7))
+    assert left_behind(done, searched(1, baseline="default")) == set()  # 1.0x: not ahead of it
+    assert left_behind(done, searched(9)) == set()  # no finalist
 
 
 def test_only_the_latency_objective_leaves_a_finalist_behind():

@@ -3,6 +3,10 @@ the sampler draws, each the union of what its presets set."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from autotune.reports import load_study_data
 from autotune.space import space_from_dict
 from autotune.storage._attrs import (
@@ -13,7 +17,8 @@ from autotune.storage._attrs import (
     PRIOR_OF_ATTR,
 )
 from autotune.study import Search
-from autotune.study._combine import combinations
+from autotune.study._combine import Levers, combinations
+from autotune.trials import TrialResult, TrialSpec
 from tests.study_tests.test_presets import ByPreset, _request
 
 
@@ -28,16 +33,19 @@ def test_the_presets_that_beat_default_are_measured_together_before_sampling(
     trials = search.session.study.get_trials()
     order = [t.user_attrs.get(PRESET_ATTR) or t.user_attrs.get(COMBINATION_ATTR) for t in trials]
     # eager, default (1.1x), the presets (mode 1.1x, freezing 1.5x, fusion 1.3x), then the two
-    # that beat default, together, before the first sampled trial
-    assert order[:6] == [
+    # that beat default, together, and the better of them beside the mode that tied default,
+    # before the first sampled trial (a quarter of 8 trials go to combinations)
+    assert order[:7] == [
         None, None, "max-autotune-no-cudagraphs", "freezing", "fusion", ["freezing", "fusion"],
+        ["freezing", "max-autotune-no-cudagraphs"],
     ]  # fmt: skip
     combined = runner.specs[5].config
     assert combined["options"] == {"freezing": True, "max_fusion_size": 128}
     assert combined["dynamic"] is True  # fusion's, beside freezing's
     assert any(
-        "combinations: measuring freezing & fusion (presets faster than default compile: "
-        "freezing 1.36x, fusion 1.18x)" in n
+        "combinations: measuring freezing & fusion, freezing & max-autotune-no-cudagraphs "
+        "(presets faster than default compile: freezing 1.36x, fusion 1.18x; beside them: "
+        "max-autotune-no-cudagraphs 1.00x)" in n
         for n in notes
     ), notes
     label = next(r.label for r in load_study_data(request.storage, "s").rows if r.number == 5)
@@ -46,7 +54,47 @@ def test_the_presets_that_beat_default_are_measured_together_before_sampling(
     # a second run of the same study queues it no more
     Search(request, ByPreset()).run()
     again = [t for t in search.session.study.get_trials() if COMBINATION_ATTR in t.user_attrs]
-    assert len(again) == 1
+    assert len(again) == 2
+
+
+class ModeTimedBefore(ByPreset):
+    """ByPreset, but the mode preset generates default compile's code (its timing reused, as
+    max-autotune's on a CPU without freezing), or runs clearly slower than default."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        result = super().run(spec)
+        if spec.config is None or spec.config["mode"] == "default":
+            return result
+        if self.how == "same code":
+            return dataclasses.replace(result, equivalent_of=1)
+        return dataclasses.replace(
+            result, speedup_vs_eager=0.95, speedup_vs_eager_q1=0.94, speedup_vs_eager_q3=0.96
+        )
+
+
+@pytest.mark.parametrize("how", ["same code", "slower"])
+def test_a_winner_alone_is_combined_with_the_preset_the_budget_left_out(
+    tmp_path, model_file, space_file, how
+):
+    notes: list[str] = []
+    request = _request(tmp_path, model_file, space_file, trials=4)
+    search = Search(request, ModeTimedBefore(how), on_note=notes.append)
+    search.run()
+    trials = search.session.study.get_trials()
+    order = [t.user_attrs.get(PRESET_ATTR) or t.user_attrs.get(COMBINATION_ATTR) for t in trials]
+    # half of 4 trials to presets (the mode, freezing), a quarter to combinations: freezing won
+    # alone; the mode is no partner (default's code, or slower), fusion was not measured
+    assert order[:5] == [None, None, "max-autotune-no-cudagraphs", "freezing",
+                         ["freezing", "fusion"]]  # fmt: skip
+    assert any(
+        "combinations: measuring freezing & fusion (presets faster than default compile: "
+        "freezing 1.36x; beside them: fusion (not measured))" in n
+        for n in notes
+    ), notes
 
 
 def test_a_small_budget_measures_no_combination_and_says_why(tmp_path, model_file, space_file):
@@ -76,7 +124,7 @@ SPACE = {
 
 def test_combinations_are_the_pairs_and_the_union_most_promising_first():
     space = space_from_dict(SPACE, "cpu")
-    won = [("freezing", 1.4), ("fusion", 1.2), ("no-epilogue", 1.1)]
+    won = Levers([("freezing", 1.4), ("fusion", 1.2), ("no-epilogue", 1.1)], partners=[])
     chosen = combinations(space, won, limit=10)
     assert [names for _, names in chosen] == [
         ["freezing", "fusion", "no-epilogue"], ["freezing", "fusion"],
@@ -87,17 +135,50 @@ def test_combinations_are_the_pairs_and_the_union_most_promising_first():
         "inductor.epilogue_fusion": False,
     }  # fmt: skip
     assert len(combinations(space, won, limit=2)) == 2
-    assert combinations(space, won[:1], limit=10) == []
+    assert combinations(space, Levers(won.won[:1], partners=[]), limit=10) == []
     assert combinations(space, won, limit=0) == []
 
 
 def test_two_modes_do_not_combine_and_a_preset_is_not_measured_again():
     space = space_from_dict(SPACE, "cpu")
     won = [("max-autotune-no-cudagraphs", 1.3), ("reduce-overhead", 1.2), ("freezing", 1.1)]
-    chosen = combinations(space, won, limit=10)
+    chosen = combinations(space, Levers(won, partners=[]), limit=10)
     # the two modes set compile.mode apart; max-autotune + freezing is a preset of the space
     assert [names for _, names in chosen] == [["reduce-overhead", "freezing"]]
     assert space.combine(["freezing", "no-such-preset"]) is None
+
+
+def test_a_winner_is_combined_with_each_partner_after_the_winners_together():
+    space = space_from_dict(SPACE, "cpu")
+    # fusion ran as fast as default compile, no-epilogue was left out by the budget: either may
+    # pay beside freezing (freezing's weight prepacking pays for bf16 GEMMs above all)
+    found = Levers([("freezing", 1.4)], partners=[("fusion", 0.98), ("no-epilogue", None)])
+    chosen = combinations(space, found, limit=10)
+    assert [names for _, names in chosen] == [["freezing", "no-epilogue"], ["freezing", "fusion"]]
+    # partners alone are not combined: nothing of theirs won
+    assert combinations(space, Levers([], partners=found.partners), limit=10) == []
+    with_two = Levers([("freezing", 1.4), ("fusion", 1.2)], partners=[("no-epilogue", None)])
+    assert [names for _, names in combinations(space, with_two, limit=10)] == [
+        ["freezing", "fusion"], ["freezing", "no-epilogue"], ["fusion", "no-epilogue"],
+    ]  # fmt: skip
+
+
+def test_presets_on_two_backends_do_not_combine():
+    space = space_from_dict({
+        "accuracy_contract": True,
+        "compile": {"backend": ["inductor", "aot_eager"]},
+        "precision": {"autocast": ["none", "bfloat16"]},
+        "inductor": {"freezing": [False, True]},
+        "presets": {
+            "aot": {"compile.backend": "aot_eager"}, "bf16": {"precision.autocast": "bfloat16"},
+            "freezing": {"inductor.freezing": True},
+        },
+    }, "cpu")  # fmt: skip
+    # the space can express bf16 autocast around another backend, but a backend's levers are
+    # its own: bf16 autocast around OpenVINO left a Llama's outputs at cosine 0.85
+    assert space.combine(["bf16", "aot"]) is not None
+    found = Levers([("bf16", 1.9), ("aot", 1.2)], partners=[("freezing", None)])
+    assert [names for _, names in combinations(space, found, limit=10)] == [["bf16", "freezing"]]
 
 
 def test_the_sampler_is_told_each_preset_and_combination_as_a_prior(

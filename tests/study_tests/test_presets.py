@@ -8,6 +8,7 @@ import dataclasses
 import torch
 
 from autotune.decide import best_config, finalist_candidates
+from autotune.decide._finalists import Finalist
 from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
 from autotune.reports import load_study_data, render_report
@@ -127,6 +128,46 @@ def test_a_tuned_config_within_the_spread_of_a_preset_gives_way_to_it(
     assert "did not beat the preset 'freezing'" in best.reason
 
 
+def test_a_preset_the_finalist_round_left_clearly_behind_does_not_take_the_win(
+    tmp_path, model_file, space_file
+):
+    """ViT at 8 trials (benchmarks/results/suite_cpu_levers_8.md): the round did not run the
+    bf16 preset warm, its cold run clearly behind the tuned config's; the tuned config's warm
+    run then widened its pooled quartiles down to the preset's one-process upper quartile."""
+    request = _request(tmp_path, model_file, space_file, trials=4)
+    tuned = {"compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
+             "inductor.max_fusion_size": 64}  # fmt: skip
+    search, records = _searched(request, tuned)
+    mine = next(r for r in records if r.speedup_vs_eager == 1.505)
+    preset = next(r for r in records if r.config_hash in preset_hashes(search.session.settings)
+                  and r.config["options"] == {"freezing": True})  # fmt: skip
+    default = next(r for r in records if r.baseline == "default")
+    behind = _ran(1.9, 1.8, 1.95)
+    round_ = [
+        Finalist(mine, _ran(2.2, 2.1, 2.3), _ran(1.95, 1.85, 2.05)),
+        Finalist(preset, behind, behind),  # its cold run stands for both
+        Finalist(default, _ran(1.1, 1.05, 1.15), _ran(1.1, 1.05, 1.15)),
+    ]
+    settings = search.session.settings
+    best = best_config(records, settings, "s", request.storage, finalists=round_)
+    assert best.source["trial"] == mine.trial_number, best.reason
+    assert "did not beat the preset" not in best.reason
+    # run warm (a run of its own, nearly the same), the preset is within the spread and wins
+    round_[1] = Finalist(preset, behind, _ran(1.9, 1.8, 1.96))
+    best = best_config(records, settings, "s", request.storage, finalists=round_)
+    assert best.source["trial"] == preset.trial_number
+    assert "did not beat the preset 'freezing'" in best.reason
+
+
+def _ran(speedup: float, q1: float, q3: float) -> TrialResult:
+    return TrialResult(
+        status="ok", compile_time_s=0.5, latency_median_s=1e-3 / speedup, latency_iqr_s=1e-5,
+        eager_latency_median_s=1e-3, speedup_vs_eager=speedup, speedup_vs_eager_q1=q1,
+        speedup_vs_eager_q3=q3, environment={"host": "h", "torch": "2.13.0"},
+        model={"sha256": "abc", "parameters": 1}, inputs=["(4x16:float32)"],
+    )  # fmt: skip
+
+
 def test_preset_finalists_all_puts_every_measured_preset_beside_the_winner(
     tmp_path, model_file, space_file
 ):
@@ -200,7 +241,13 @@ def test_a_search_that_stops_there_probes_no_part_of_the_model(tmp_path, model_f
     search.run()
     assert search.trials.plan is not None
     probes = [i for i, spec in enumerate(runner.specs) if _probe(spec)]
-    assert probes and min(probes) == 5, probes  # after eager, default and the three presets
+    # after eager, default, the three presets and freezing beside each of the two that tied
+    # default compile (the mode and fusion: partners)
+    assert probes and min(probes) == 7, probes
+    assert [s.config["options"] for s in runner.specs[5:7]] == [
+        {"freezing": True, "max_autotune": True, "coordinate_descent_tuning": True},
+        {"freezing": True, "max_fusion_size": 128},
+    ]
 
 
 def _probe(spec: TrialSpec) -> bool:

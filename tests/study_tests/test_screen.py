@@ -12,7 +12,7 @@ from autotune.records import RecordStore, TrialRecord
 from autotune.reports import terminal
 from autotune.space import load_space
 from autotune.storage import StudySettings, candidates
-from autotune.storage._attrs import BASELINE_ATTR, PRESET_ATTR, PRIOR_ATTR
+from autotune.storage._attrs import BASELINE_ATTR, COMBINATION_ATTR, PRESET_ATTR, PRIOR_ATTR
 from autotune.study import Search, SearchRequest
 from autotune.study._screen import known_code, stop_below
 from autotune.trials import TrialResult, TrialSpec
@@ -105,8 +105,9 @@ def test_baselines_are_timed_in_full_and_presets_time_only_new_code(
     # the max-autotune-no-cudagraphs preset (#2) generates default compile's code (#1): it
     # takes that timing; the freezing preset (#3) generates new code and is timed
     assert by_number[2].equivalent_of == 1 and by_number[3].equivalent_of is None
+    fixed = {BASELINE_ATTR, PRESET_ATTR, COMBINATION_ATTR}
     kinds = [  # in the order run; a config already measured is not run again
-        "fixed" if t.user_attrs.get(BASELINE_ATTR) or t.user_attrs.get(PRESET_ATTR) else "sampled"
+        "fixed" if fixed & set(t.user_attrs) else "sampled"
         for t in sorted(search.session.study.get_trials(), key=lambda t: t.number)
         if t.number not in reused and PRIOR_ATTR not in t.user_attrs  # priors: told, not run
     ]
