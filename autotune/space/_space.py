@@ -146,13 +146,16 @@ class SearchSpace:
 
     def combine(self, names: Sequence[str]) -> _presets.Preset | None:
         """The presets named, as one (``"a & b"``): every knob each of them sets. None where
-        a name is no preset of this space, two of them set one knob apart (two modes), or a
-        knob one sets is off under another's (``freezing`` under the OpenVINO backend)."""
-        presets = [self.preset(name) for name in names]
+        a name is no preset of this space, two of them set one knob apart (two modes), a knob
+        one sets is off under another's (``freezing`` under the OpenVINO backend), or they run
+        on two backends: a backend's levers are its own (bf16 autocast around OpenVINO, which
+        has its own inference precision, left a Llama's outputs at cosine 0.85)."""
+        found = [self.preset(name) for name in names]
+        presets = [p for p in found if p is not None]
+        if len(presets) < len(found) or len({self.preset_config(p).backend for p in presets}) > 1:
+            return None
         values: dict[str, Any] = {}
         for preset in presets:
-            if preset is None:
-                return None
             for param, value in preset.values.items():
                 if param in values and values[param] != value:
                     return None

@@ -111,22 +111,23 @@ def combinations(space: SearchSpace, found: Levers, limit: int) -> list[tuple[Pr
     speed-ups over default): every pair of winners that combines, all of them (each added in
     order while it combines) where more than two do, and each winner with each partner. A
     combination setting exactly what a preset of the space sets is that preset, measured
-    already, and is left out; so are presets on two backends."""
+    already, and is left out; so are presets that do not combine (see
+    :meth:`~autotune.space.SearchSpace.combine`: two modes, or two backends)."""
     won = found.won
     if limit <= 0 or not won:
         return []
     pairs = [*itertools.combinations(won, 2), *itertools.product(won, found.partners)]
     scored: list[tuple[float, Preset, list[str]]] = []
     for (a, sa), (b, sb) in pairs:
-        merged = _combined(space, [a, b])
+        merged = space.combine([a, b])
         if merged is not None:
             scored.append((sa * (sb or 1.0), merged, [a, b]))
     if len(won) > 2:
         names = [won[0][0]]
         for name, _ in won[1:]:
-            if _combined(space, [*names, name]) is not None:
+            if space.combine([*names, name]) is not None:
                 names.append(name)
-        merged = _combined(space, names) if len(names) > 2 else None
+        merged = space.combine(names) if len(names) > 2 else None
         if merged is not None:
             speedups = dict(won)
             scored.append((math.prod(speedups[n] for n in names), merged, names))
@@ -137,13 +138,6 @@ def combinations(space: SearchSpace, found: Levers, limit: int) -> list[tuple[Pr
             known.append(dict(merged.values))
             out.append((merged, names))
     return out[:limit]
-
-
-def _combined(space: SearchSpace, names: list[str]) -> Preset | None:
-    """The presets as one, where they combine and all run on one backend."""
-    presets = [space.preset(name) for name in names]
-    backends = {space.preset_config(p).backend for p in presets if p is not None}
-    return space.combine(names) if len(backends) == 1 else None
 
 
 def preset_of(space: SearchSpace, attrs: Mapping[str, Any]) -> Preset | None:

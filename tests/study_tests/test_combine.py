@@ -174,9 +174,12 @@ def test_presets_on_two_backends_do_not_combine():
             "freezing": {"inductor.freezing": True},
         },
     }, "cpu")  # fmt: skip
-    # the space can express bf16 autocast around another backend, but a backend's levers are
-    # its own: bf16 autocast around OpenVINO left a Llama's outputs at cosine 0.85
-    assert space.combine(["bf16", "aot"]) is not None
+    # the space can express bf16 autocast around another backend (a config setting both), but
+    # a backend's levers are its own: bf16 autocast around OpenVINO left a Llama's outputs at
+    # cosine 0.85
+    both = {"precision.autocast": "bfloat16", "compile.backend": "aot_eager"}
+    assert space.config_from_params(both).backend == "aot_eager"
+    assert space.combine(["bf16", "aot"]) is None
     found = Levers([("bf16", 1.9), ("aot", 1.2)], partners=[("freezing", None)])
     assert [names for _, names in combinations(space, found, limit=10)] == [["bf16", "freezing"]]
 
