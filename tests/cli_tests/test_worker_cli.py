@@ -138,8 +138,10 @@ def _kill_mid_trial(storage: str, proc: subprocess.Popen[str]) -> tuple[int, set
                 if ids and t.user_attrs.get("autotune.worker") == ids[0]
                 and "autotune.baseline" not in t.user_attrs
                 and "autotune.key" in t.user_attrs]  # fmt: skip
-        if mine:
-            started = descendants(proc.pid)
+        # Its key is set a few database reads before the trial process starts: on a loaded
+        # machine a poll can fall between the two, so the kill waits for the processes too.
+        started = descendants(proc.pid) if mine else set()
+        if started:
             proc.send_signal(signal.SIGKILL)
             return mine[0].number, started
         if proc.poll() is not None:
