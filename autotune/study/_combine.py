@@ -157,7 +157,7 @@ def pending_combinations(session: Session) -> int:
 
 def enqueue_combinations(session: Session) -> None:
     """Queues the combinations of the winning presets, once per study, when every preset has
-    run and been recorded; a note says what is measured, or why nothing is."""
+    run and been recorded; a note says what is measured, or once why nothing is."""
     trials = session.db(lambda: session.study.get_trials(deepcopy=False))
     if any(COMBINATION_ATTR in t.user_attrs for t in trials):
         return
@@ -175,8 +175,9 @@ def enqueue_combinations(session: Session) -> None:
         listed = ", ".join(merged.name for merged, _ in chosen)
         session.events.on_note(f"combinations: measuring {listed} ({what})")
     else:
+        # Nothing is queued, so each later trial asks again: the note is said once.
         why = "none of them combine" if limit else f"--trials {session.settings.trials} < 4"
-        session.events.on_note(f"combinations: not measured, {why} ({what})")
+        session.events.note_once(f"combinations: not measured, {why} ({what})")
 
 
 def _measured(found: Levers) -> str:

@@ -107,6 +107,41 @@ def test_a_small_budget_measures_no_combination_and_says_why(tmp_path, model_fil
     assert not any(n.startswith("combinations:") for n in notes)
 
 
+class ByDynamic(ByPreset):
+    """Speedup by the config's dynamic: True 1.3x, False 1.2x, torch's choice (None) 1.1x."""
+
+    def run(self, spec: TrialSpec) -> TrialResult:
+        result = super().run(spec)
+        if spec.config is None:
+            return result
+        speedup = {True: 1.3, False: 1.2, None: 1.1}[spec.config["dynamic"]]
+        return dataclasses.replace(
+            result, latency_median_s=1e-3 / speedup, speedup_vs_eager=speedup,
+            speedup_vs_eager_q1=speedup - 0.01, speedup_vs_eager_q3=speedup + 0.01,
+        )  # fmt: skip
+
+
+def test_winners_that_do_not_combine_are_said_once(tmp_path, model_file, space_file):
+    space = tmp_path / "dynamic.toml"
+    space.write_text(
+        'name = "dynamic"\n[compile]\nbackend = ["inductor"]\nmode = ["default"]\n'
+        "dynamic = [false, true]\n[inductor]\nmax_fusion_size = [64, 128]\n[presets]\n"
+        '"dynamic" = { "compile.dynamic" = true }\n"static" = { "compile.dynamic" = false }\n'
+    )
+    notes: list[str] = []
+    request = _request(tmp_path, model_file, lambda _: str(space), trials=8)
+    search = Search(request, ByDynamic(), on_note=notes.append)
+    search.run()
+    trials = search.session.study.get_trials()
+    assert not any(COMBINATION_ATTR in t.user_attrs for t in trials)
+    assert len(trials) > 5  # sampled trials followed, each asking for combinations again
+    said = [n for n in notes if n.startswith("combinations:")]
+    assert said == [
+        "combinations: not measured, none of them combine (presets faster than default "
+        "compile: dynamic 1.18x, static 1.09x)"
+    ], notes
+
+
 SPACE = {
     "compile": {"mode": ["default", "max-autotune-no-cudagraphs", "reduce-overhead"]},
     "inductor": {"freezing": [False, True], "max_fusion_size": [64, 128],
