@@ -121,7 +121,7 @@ class ByDynamic(ByPreset):
         )  # fmt: skip
 
 
-def test_winners_that_do_not_combine_are_said_once(tmp_path, model_file, space_file):
+def test_winners_that_do_not_combine_are_said_once(tmp_path, model_file):
     space = tmp_path / "dynamic.toml"
     space.write_text(
         'name = "dynamic"\n[compile]\nbackend = ["inductor"]\nmode = ["default"]\n'
