@@ -15,8 +15,10 @@ from autotune.runtime.config import BestConfig, CompileConfig, ConfigFile
 from autotune.ship._archive import pack
 
 
-def _file(folder: Path, device_name: str, **environment: Any) -> Path:
-    """A best-config file tuned on ``device_name``, with a cache archive beside it."""
+def _file(folder: Path, device_name: str, created_at: str | None = None,
+          **environment: Any) -> Path:  # fmt: skip
+    """A best-config file tuned on ``device_name`` (written now, or at ``created_at``), with a
+    cache archive beside it."""
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / "filled"
     (source / "ab").mkdir(parents=True)
@@ -24,15 +26,19 @@ def _file(folder: Path, device_name: str, **environment: Any) -> Path:
     cache = pack(source, folder / "best.cache.tar.gz")
     env = {"device": "cpu", "device_name": device_name, "torch": torch.__version__}
     cache["valid_for"] = dict(env)
+    written = {"created_at": created_at} if created_at else {}
     BestConfig(decision="compile", reason="r", config=CompileConfig(backend="eager"),
                environment={**env, **environment}, cache=cache,
-               workload={"kind": "infer", "device": "cpu"}).dump(folder / "best.json")  # fmt: skip
+               workload={"kind": "infer", "device": "cpu"}, **written,
+               ).dump(folder / "best.json")  # fmt: skip
     return folder / "best.json"
 
 
 def test_merge_combines_entries_and_copies_each_cache_under_its_own_name(tmp_path, capsys):
-    a = _file(tmp_path / "a", "CPU A")
-    b = _file(tmp_path / "b", "CPU B")
+    # Of two entries for other CPUs, apply takes the newest: a's here, whichever second each
+    # file was written in (timestamps are to the second).
+    a = _file(tmp_path / "a", "CPU A", created_at="2026-11-02T00:00:00+00:00")
+    b = _file(tmp_path / "b", "CPU B", created_at="2026-11-01T00:00:00+00:00")
     out = tmp_path / "deploy" / "fleet.json"
 
     assert main(["merge", str(a), str(b), "-o", str(out)]) == 0
