@@ -1,11 +1,12 @@
 """One scratch folder per run in the system's temporary folder, and none left behind.
 
 A run (an ``autotune`` command, a script using the library) gets
-``<tmp>/autotune-run-<host>.pidns<N>-<pid>-<start>/`` the first time it needs scratch space; its
-trials, probes, verify runs and exports make their folders inside it (:func:`scratch_dir`), and
-the root goes when the run exits normally. A SIGKILLed run cannot remove it, so the first
-:func:`run_root` of each run sweeps the roots of this host and PID namespace whose run is
-gone: its pid is not alive, or is alive but started at another time (a reused pid). The start
+``<tmp>/autotune-run-<host>.pidns<N>.boot<ID>-<pid>-<start>/`` the first time it needs scratch
+space; its trials, probes, verify runs and exports make their folders inside it
+(:func:`scratch_dir`), and the root goes when the run exits normally. A SIGKILLed run cannot
+remove it, so the first :func:`run_root` of each run sweeps the roots of this host whose run
+is gone: its pid is not alive, or is alive but started at another time (a reused pid). This
+host is its name, its PID namespace and the kernel's boot id (see :func:`_host`). The start
 time is field 22 of ``/proc/<pid>/stat``; where there is no ``/proc``, a live pid counts as
 the owner.
 
@@ -90,8 +91,9 @@ def sweep(tmp: Path) -> list[Path]:
 
 
 def process_owner() -> str:
-    """This process as a claim's owner names it: ``HOST.pidnsN:PID:START``, so that another
-    process of the same host and PID namespace can tell when it is gone (:func:`owner_gone`)."""
+    """This process as a claim's owner names it: ``HOST.pidnsN.bootID:PID:START``, so that
+    another process of the same host, boot and PID namespace can tell when it is gone
+    (:func:`owner_gone`)."""
     pid = os.getpid()
     return f"{_host()}:{pid}:{start_time(pid) or 0}"
 
@@ -166,11 +168,25 @@ def _is_ours(path: Path) -> bool:
 
 
 def _host() -> str:
-    """This host as the roots name it: its name and, where there is one, its PID namespace.
-    Containers that share a host name and ``TMPDIR`` number their processes apart, so a root's
-    pid means something only in its own namespace: the sweep of one never judges another's."""
+    """This host as the roots and claims name it: its name and, where there is one, its PID
+    namespace and the kernel's boot id. Containers that share a host name and ``TMPDIR``
+    number their processes apart, so a pid means something only in its own namespace; and
+    the initial namespace has the same inode on every machine, so two machines of one name
+    (a shared ``TMPDIR``, or finalist claims in one database) are told apart by the boot id:
+    the sweep of one never judges another's processes."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
     try:
-        return f"{name}.pidns{os.stat('/proc/self/ns/pid').st_ino}"
+        namespace = os.stat("/proc/self/ns/pid").st_ino
     except OSError:
         return name
+    return f"{name}.pidns{namespace}{_boot()}"
+
+
+def _boot() -> str:
+    """``.boot`` and 16 hex digits of the running kernel's random boot id, or nothing."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            digits = re.sub(r"[^0-9a-f]", "", f.read().lower())[:16]
+    except OSError:
+        return ""
+    return f".boot{digits}" if digits else ""

@@ -77,6 +77,19 @@ def test_a_root_of_another_pid_namespace_on_a_host_of_the_same_name_is_never_swe
     assert (elsewhere / "kept.txt").exists()
 
 
+def test_a_root_of_another_machine_of_the_same_name_and_namespace_is_never_swept(tmp_path):
+    """Issue 56, item 8: the initial PID namespace has the same inode on every machine, so two
+    hosts of one name sharing TMPDIR swept each other's live roots, and took over each other's
+    finalist claims; the kernel's boot id tells them apart."""
+    assert ".boot" in _host_prefix()
+    namespace = _host_prefix().removeprefix("autotune-run-").split(".boot")[0]
+    elsewhere = _folder(tmp_path / f"autotune-run-{namespace}.boot{'0' * 16}-{NEVER_A_PID}-1")
+    assert sweep(tmp_path) == []
+    assert (elsewhere / "kept.txt").exists()
+    assert not _scratch.owner_gone(f"{namespace}.boot{'0' * 16}:{NEVER_A_PID}:1")
+    assert _scratch.owner_gone(f"{_scratch.process_owner().split(':')[0]}:{NEVER_A_PID}:1")
+
+
 def test_what_only_looks_like_a_root_is_never_deleted(tmp_path):
     dead = f"{NEVER_A_PID}-12345"
     elsewhere = _folder(tmp_path / "elsewhere")

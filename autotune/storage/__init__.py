@@ -9,6 +9,7 @@ from autotune.storage._attrs import (
     BATCH_ATTR,
     COMBINATION_ATTR,
     CONSTRAINT_ATTR,
+    KERNEL_CACHE_ATTR,
     KEY_ATTR,
     LEFT_ATTR,
     METRIC_PREFIX,
@@ -59,8 +60,8 @@ from autotune.storage._stale import (
 
 __all__ = [
     "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "CHANGEABLE", "COMBINATION_ATTR",
-    "CONSTRAINT_ATTR", "EAGER_HASH", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS", "METRIC_PREFIX",
-    "PRESET_ATTR", "PRESETS_TOLD_ATTR", "PRIOR_OF_ATTR",
+    "CONSTRAINT_ATTR", "EAGER_HASH", "KERNEL_CACHE_ATTR", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS",
+    "METRIC_PREFIX", "PRESET_ATTR", "PRESETS_TOLD_ATTR", "PRIOR_OF_ATTR",
     "PRIOR_ATTR", "SCOPE_ATTR", "STARTED_FROM_ATTR", "START_FROM_ATTR", "TELL_REFUSED",
     "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
     "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",

@@ -21,3 +21,4 @@ PRIOR_OF_ATTR = "autotune.prior_of"  # the preset or combination trial a prior t
 # On the study
 STARTED_FROM_ATTR = "autotune.started_from"  # queued once
 PRESETS_TOLD_ATTR = "autotune.presets_told"  # presets and combinations told to the sampler
+KERNEL_CACHE_ATTR = "autotune.kernel_cache."  # + a cache folder's id: {"host", "path"} it made

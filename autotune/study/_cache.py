@@ -1,83 +1,59 @@
-"""The study's kernel cache on this machine: a folder autotune owns, how much each trial wrote
-to it, and a limit.
+"""The study's kernel cache on this machine: a folder autotune created, how much each trial
+wrote to it, and a limit.
 
 A study's trials share one Inductor/Triton cache per machine (identical kernels are not built
 twice), which grows with every configuration measured. Each trial records the bytes its
 compile added; past the limit, files untouched for an hour are removed oldest first, so a
 400-trial study cannot fill a disk and no compile running now loses a file it just wrote.
 
-Pruning deletes files, so it deletes only what autotune wrote: the folder is one autotune made
-(or found empty, or holding only its own caches) and marked as its own, and only the compile
-caches inside it (``inductor/``, ``triton/``) are counted and pruned. A folder holding anything
-else and no mark is refused before the first trial.
+Pruning deletes files, so it deletes only what autotune wrote, judged by facts, never by
+names:
+
+- **Ours means created by us.** A folder is adopted only when it is new or empty: autotune
+  writes a marker holding a random id, which the study records first (an attribute of the
+  Optuna study). A marked folder is used again only when the marker is a file of this user's
+  (not a link) whose id a study of the same database recorded; any other folder is refused
+  before the first trial, whatever its entries are called.
+- **Pruning never leaves the folder.** It works from file descriptors: the folder must still
+  be the one adopted (device and inode), each compile cache inside it (``inductor/``,
+  ``triton/``) must be a real folder, not a link; the walk follows no link, enters no folder
+  of another device or owner, counts and removes only regular files of this user, and
+  re-opens each file's folders without following links when it removes it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+import secrets
+import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from autotune._atomic import write_text
 from autotune.errors import UsageError
-from autotune.trials import CACHE_PARTS, HOST_LOG_PREFIX
+from autotune.trials import CACHE_PARTS
 
 MARKER = ".autotune-kernel-cache"
 _MARK = (
     "This folder is autotune's kernel cache: past --cache-limit, autotune removes the oldest "
     "files of its inductor/ and triton/ subfolders. Keep nothing else here.\n"
+    "id: {id}\n"
 )
+_ID = re.compile(r"^id: ([0-9a-f]{32})$", re.MULTILINE)
+_MARKER_BYTES = 4096  # a marker is two lines: more is not one of autotune's
 _KEEP_RECENT_S = 3600.0
 _PRUNE_TO = 0.8  # of the limit
-
-
-def own(folder: str, option: str = "--cache-dir") -> None:
-    """Makes ``folder`` a kernel cache autotune owns: created and marked when new, marked when
-    empty or holding only what autotune keeps there (its caches, its hosts' logs), accepted
-    when marked already.
-
-    Raises:
-        UsageError: ``folder`` is a file, cannot be made, or holds files of someone else.
-    """
-    path = Path(folder)
-    if (path / MARKER).is_file():
-        return
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        foreign = sorted(e.name for e in path.iterdir() if not _autotunes(e.name))
-    except OSError as exc:
-        raise UsageError(
-            f"{option} {folder} cannot be used as the kernel cache: {exc.strerror or exc}. "
-            "Name a folder this user may create and write, or leave the option out (default "
-            "~/.cache/autotune/STUDY-ID)."
-        ) from exc
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (
-            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        )
-        raise UsageError(
-            f"{option} {folder} holds files autotune did not write ({shown}) and no {MARKER}: "
-            "autotune prunes its kernel cache past --cache-limit, so it keeps it in a folder of "
-            "its own. Name a new or empty folder (autotune creates and marks it), or leave the "
-            "option out (default ~/.cache/autotune/STUDY-ID)."
-        )
-    write_text(path / MARKER, _MARK)
-
-
-def _autotunes(name: str) -> bool:
-    """What autotune keeps in its cache folder: the compile caches and the hosts' logs."""
-    return (
-        name in CACHE_PARTS.values()
-        or name == MARKER
-        or (name.startswith(HOST_LOG_PREFIX) and name.endswith(".log"))
-    )
-
-
-def cache_bytes(folder: str | None) -> int:
-    """The bytes under ``folder`` (0 when there is none)."""
-    return sum(size for _, size, _ in _files(folder))
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_REMEDY = (
+    "Name a new or empty folder (autotune creates and marks it), or leave the option out "
+    "(default ~/.cache/autotune/STUDY-ID)."
+)
 
 
 class Pruned(NamedTuple):
@@ -85,40 +61,222 @@ class Pruned(NamedTuple):
     left: int  # bytes the folder holds now
 
 
-def prune(folder: str | None, limit_bytes: int) -> Pruned:
-    """Removes the oldest files untouched for an hour until ``folder`` holds at most 80% of
-    ``limit_bytes``, when it holds more than ``limit_bytes``. One walk of the folder: what is
-    left is the size a trial's writes are counted from."""
-    files = list(_files(folder))
-    total = sum(size for _, size, _ in files)
-    if total <= limit_bytes:
-        return Pruned(0, total)
-    removed, cutoff = 0, time.time() - _KEEP_RECENT_S
-    for path, size, touched in sorted(files, key=lambda f: f[2]):
-        if total - removed <= _PRUNE_TO * limit_bytes or touched > cutoff:
-            break
+@dataclass(frozen=True)
+class KernelCache:
+    """A kernel cache folder autotune adopted: where it is, its marker's id and the folder's
+    identity when adopted (device, inode, owner), which every later walk checks again."""
+
+    path: str
+    id: str
+    device: int
+    inode: int
+    owner: int
+
+    def size(self) -> int:
+        """The bytes of the compile caches' files (0 when the folder is no longer this one)."""
+        return sum(f.size for f in self._files())
+
+    def prune(self, limit_bytes: int) -> Pruned:
+        """Removes the oldest files untouched for an hour until the folder holds at most 80%
+        of ``limit_bytes``, when it holds more than ``limit_bytes``. One walk of the folder:
+        what is left is the size a trial's writes are counted from."""
+        files = list(self._files())
+        total = sum(f.size for f in files)
+        if total <= limit_bytes:
+            return Pruned(0, total)
+        removed, cutoff = 0, time.time() - _KEEP_RECENT_S
+        for found in sorted(files, key=lambda f: f.touched):
+            if total - removed <= _PRUNE_TO * limit_bytes or found.touched > cutoff:
+                break
+            if self._remove(found):
+                removed += found.size
+        return Pruned(removed, total - removed)
+
+    def _files(self) -> Iterator[_File]:
+        with self._opened() as top:
+            if top is None:
+                return
+            for part in CACHE_PARTS.values():
+                yield from self._walk(top, part)
+
+    @contextlib.contextmanager
+    def _opened(self) -> Iterator[int | None]:
+        """The folder, opened; None when it is gone, or is another folder or marker now."""
         try:
-            os.unlink(path)
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
-            continue
-        removed += size
-    return Pruned(removed, total - removed)
+            yield None
+            return
+        try:
+            st = os.fstat(fd)
+            same = (st.st_dev, st.st_ino, st.st_uid) == (self.device, self.inode, self.owner)
+            yield fd if same and _marker_id(fd) == self.id else None
+        finally:
+            os.close(fd)
 
+    def _walk(self, top: int, part: str) -> Iterator[_File]:
+        try:
+            st = os.stat(part, dir_fd=top, follow_symlinks=False)
+        except OSError:
+            return
+        if not (stat.S_ISDIR(st.st_mode) and self._ours(st)):
+            return  # a link (to anywhere), a file, or a folder of another device or owner
+        for root, dirs, names, fd in os.fwalk(part, dir_fd=top, follow_symlinks=False):
+            dirs[:] = [d for d in dirs if self._ours_at(d, fd, stat.S_ISDIR)]
+            for name in names:
+                found = _lstat(name, fd)
+                if found is not None and stat.S_ISREG(found.st_mode) and self._ours(found):
+                    yield _File(root, name, found.st_size, max(found.st_mtime, found.st_atime))
 
-def _files(folder: str | None) -> Iterator[tuple[str, int, float]]:
-    """The compile caches' files of an owned cache folder: nothing of a folder not marked."""
-    if not folder or not (Path(folder) / MARKER).is_file():
-        return
-    for part in CACHE_PARTS.values():
-        yield from _walk(os.path.join(folder, part))
+    def _ours(self, st: os.stat_result) -> bool:
+        return st.st_dev == self.device and st.st_uid == self.owner
 
+    def _ours_at(self, name: str, fd: int, kind: Callable[[int], bool]) -> bool:
+        st = _lstat(name, fd)
+        return st is not None and kind(st.st_mode) and self._ours(st)
 
-def _walk(folder: str) -> Iterator[tuple[str, int, float]]:
-    for root, _, names in os.walk(folder):
-        for name in names:
-            path = os.path.join(root, name)
+    def _remove(self, found: _File) -> bool:
+        """Unlinks ``found`` through its folders opened one by one without following a link,
+        if it is still a regular file of this user's: a folder swapped for a link since the
+        walk is not followed."""
+        with self._opened() as top:
+            if top is None:
+                return False
+            fds: list[int] = []
             try:
-                stat = os.stat(path)
+                at = top
+                for name in Path(found.folder).parts:
+                    at = os.open(name, _DIR_FLAGS, dir_fd=at)
+                    fds.append(at)
+                    if not self._ours(os.fstat(at)):
+                        return False
+                if not self._ours_at(found.name, at, stat.S_ISREG):
+                    return False
+                os.unlink(found.name, dir_fd=at)
+                return True
             except OSError:
-                continue
-            yield path, stat.st_size, max(stat.st_mtime, stat.st_atime)
+                return False
+            finally:
+                for fd in fds:
+                    os.close(fd)
+
+
+class _File(NamedTuple):
+    folder: str  # relative to the cache folder
+    name: str
+    size: int
+    touched: float
+
+
+def own(
+    folder: str,
+    option: str,
+    recorded: Callable[[str], bool],
+    record: Callable[[str], None],
+) -> KernelCache:
+    """Adopts ``folder`` as a kernel cache: created and marked when new or empty (its id
+    passed to ``record`` before the marker is written), used again when marked with an id
+    that ``recorded`` knows.
+
+    Raises:
+        UsageError: ``folder`` is a file, cannot be made, belongs to another user, holds
+            anything and no marker, or a marker of no study of this database.
+    """
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _unusable(folder, option, exc) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # two processes of a study adopt one folder once
+        found = _marker_id(fd)
+        if found is None:
+            found = _adopt(folder, fd, option, record)
+        elif not recorded(found):
+            raise _foreign_marker(folder, option, found)
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            raise _others(folder, option, st.st_uid)
+        return KernelCache(os.path.abspath(folder), found, st.st_dev, st.st_ino, st.st_uid)
+    except OSError as exc:
+        raise _unusable(folder, option, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def _adopt(folder: str, fd: int, option: str, record: Callable[[str], None]) -> str:
+    entries = sorted(os.listdir(fd))
+    if entries:
+        raise _not_empty(folder, option, entries)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid():
+        raise _others(folder, option, st.st_uid)
+    new = secrets.token_hex(16)
+    record(new)  # first: a marker exists only with an id its study knows
+    write_text(Path(folder, MARKER), _MARK.format(id=new))
+    return new
+
+
+def _marker_id(fd: int) -> str | None:
+    """The id in the folder's marker: None when there is none, or when the marker is a link,
+    not a regular file of this user's, or not one autotune wrote."""
+    try:
+        marker = os.open(MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(marker)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        text = os.read(marker, _MARKER_BYTES).decode("utf-8", "replace")
+    finally:
+        os.close(marker)
+    match = _ID.search(text)
+    return match.group(1) if match else None
+
+
+def _lstat(name: str, fd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def _unusable(folder: str, option: str, exc: OSError) -> UsageError:
+    return UsageError(
+        f"{option} {folder} cannot be used as the kernel cache: {exc.strerror or exc}. "
+        "Name a folder this user may create and write, or leave the option out (default "
+        "~/.cache/autotune/STUDY-ID)."
+    )
+
+
+def _not_empty(folder: str, option: str, entries: list[str]) -> UsageError:
+    shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+    marker = (
+        f"a {MARKER} autotune cannot trust (a link, another user's, or one an earlier "
+        "autotune wrote without an id)"
+        if MARKER in entries
+        else f"no {MARKER} of autotune's"
+    )
+    return UsageError(
+        f"{option} {folder} holds files ({shown}) and {marker}: autotune "
+        "prunes its kernel cache past --cache-limit, so it keeps it in a folder it created "
+        f"and never adopts one that holds anything, whatever the names. {_REMEDY}"
+    )
+
+
+def _foreign_marker(folder: str, option: str, found: str) -> UsageError:
+    return UsageError(
+        f"{option} {folder} is marked as a kernel cache (id {found}) by no study of this "
+        "database: autotune prunes only a folder it created for a study it can name, so a "
+        "marker copied or left by another database is not enough. "
+        f"{_REMEDY} If the folder is a cache of another database's study and holds nothing "
+        "of yours, delete it and it is made again."
+    )
+
+
+def _others(folder: str, option: str, uid: int) -> UsageError:
+    return UsageError(
+        f"{option} {folder} belongs to another user (uid {uid}, not {os.geteuid()}): autotune "
+        f"prunes its kernel cache, so it uses only a folder of this user's. {_REMEDY}"
+    )

@@ -25,6 +25,7 @@ from autotune.settings.rules import size
 from autotune.space import SearchSpace, space_from_dict
 from autotune.storage import (
     BASELINE_ATTR,
+    KERNEL_CACHE_ATTR,
     TELL_REFUSED,
     WORKER_ATTR,
     StudySettings,
@@ -37,7 +38,7 @@ from autotune.storage import (
     settle,
     tell_record,
 )
-from autotune.study._cache import own
+from autotune.study._cache import KernelCache, own
 from autotune.study._events import Events
 from autotune.study._identity import device_type, local_settings
 from autotune.study._start_from import StartFrom
@@ -126,7 +127,9 @@ class Session:
         self.cache_dir = request.cache_dir or default_cache_dir(
             request.study_name, self.study._study_id, request.storage
         )
-        own(self.cache_dir, given or cache_dir_source())
+        self.cache: KernelCache = own(
+            self.cache_dir, given or cache_dir_source(), self._cache_recorded, self._record_cache
+        )
         self.created = False
         self.settings = self._settle_settings()
         self.local = self._local_settings()
@@ -143,6 +146,20 @@ class Session:
     @property
     def name(self) -> str:
         return self.request.study_name
+
+    def _record_cache(self, cache_id: str) -> None:
+        """Records a kernel cache folder made for this study, before it is marked."""
+        where = {"host": socket.gethostname(), "path": os.path.abspath(self.cache_dir)}
+        self.db(self.study.set_user_attr, KERNEL_CACHE_ATTR + cache_id, where)
+
+    def _cache_recorded(self, cache_id: str) -> bool:
+        """Whether a study of this database made the kernel cache folder marked ``cache_id``
+        (a shared $AUTOTUNE_CACHE_DIR serves every study of one database)."""
+        key = KERNEL_CACHE_ATTR + cache_id
+        if key in self.db(lambda: self.study.user_attrs):
+            return True
+        storage: Any = self.study._storage
+        return any(key in s.user_attrs for s in self.db(storage.get_all_studies))
 
     def ask(self) -> optuna.Trial:
         with warnings.catch_warnings():

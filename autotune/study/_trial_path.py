@@ -36,7 +36,6 @@ from autotune.storage import (
     to_record,
     trial_key,
 )
-from autotune.study._cache import cache_bytes, prune
 from autotune.study._combine import preset_of
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
@@ -129,7 +128,6 @@ class TrialPath:
         else:
             allowed = trial_budget(self.session, baseline, batch)
             budget = s.request.deadline.budget(allowed)
-            cache = s.cache_dir
             before = self._prune_cache()
             spec = self._spec(config, batch, budget, trial.number)
             if not (baseline or borrowed):  # drawn, a preset or a combination: screened
@@ -142,7 +140,7 @@ class TrialPath:
                     return None
                 result = timed
             duplicate_of = None
-            ran = Ran(batch, max(0, cache_bytes(cache) - before), s.worker())
+            ran = Ran(batch, max(0, s.cache.size() - before), s.worker())
             cut = result.failure_kind == "timeout" and budget < allowed
             if self.stopping.is_set() or cut:
                 return None
@@ -223,7 +221,7 @@ class TrialPath:
     def _prune_cache(self) -> int:
         """Keeps the kernel cache under its limit; returns the bytes it holds."""
         folder, limit = self.session.cache_dir, self.session.request.cache_limit_bytes
-        removed, left = prune(folder, limit)
+        removed, left = self.session.cache.prune(limit)
         if removed:
             self.events.on_note(
                 f"the kernel cache {folder} passed its limit of "

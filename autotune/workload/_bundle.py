@@ -39,7 +39,7 @@ def write_bundle(
     of the device that returns it; None: none), ``padding`` (a model file's ``PADDING``) and
     ``functions`` (``loss_fn``, ``get_optimizer``,
     ``accuracy``, as a model file defines them) as a bundle in ``folder``, named
-    ``CLASS-HASH.pt`` after the model and the first 12 hex digits of its content's SHA-256;
+    ``CLASS-HASH.pt`` after the model and the first 32 hex digits of its content's SHA-256;
     the same content is written once. Returns its path."""
     import io
 
@@ -126,7 +126,9 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:_DIGITS]
 
 
-_DIGITS = 12  # of the content's SHA-256 in a bundle's name
+# Of the content's SHA-256 in a bundle's name: 128 bits, so that no search finds other bytes
+# for a name (48 bits were within reach of a planted pickle padded with a junk zip entry).
+_DIGITS = 32
 
 
 def _held(path: Path) -> bytes | None:
@@ -157,10 +159,9 @@ def _verified(file: Path) -> bytes:
         ) from exc
     if _digest(data) != named:
         raise WorkloadError(
-            f"The model bundle {file} does not hold what its name says (its content's SHA-256 "
-            f"starts {_digest(data)}, its name {named}): it was changed or planted after "
-            "autotune.tune() wrote it, so it is not loaded. Run autotune.tune() again to write "
-            "it anew."
+            f"The model bundle {file.name} does not hold what its name says: it was changed "
+            "or planted after autotune.tune() wrote it, so it is not loaded (its content's "
+            f"SHA-256 starts {_digest(data)[:12]}). Run autotune.tune() again to write it anew."
         )
     return data
 

@@ -73,10 +73,24 @@ def test_a_file_planted_under_a_bundles_name_is_replaced_and_never_unpickled(tmp
     with pytest.raises(WorkloadError, match="does not hold what its name says") as info:
         build_model(module, "cpu")
     assert "it was changed or planted after autotune.tune() wrote it" in str(info.value)
-    renamed = tmp_path / "weights-0123456789ab.pt"
+    renamed = tmp_path / f"weights-{'0123456789abcdef' * 2}.pt"
     renamed.write_bytes(path.read_bytes())  # a bundle under a hash that is not its own
     with pytest.raises(WorkloadError, match="does not hold what its name says"):
         build_model(load_model_file(renamed), "cpu")
+
+
+def test_a_bundles_name_holds_128_bits_of_its_hash_and_a_shorter_name_is_refused(tmp_path):
+    """Issue 56, item 8: a name held 48 bits of the SHA-256, so other bytes hashing to a
+    bundle's name (a planted pickle with a junk zip entry) were a feasible search."""
+    import hashlib
+
+    path = write_bundle(tmp_path, nn.Linear(2, 2), (torch.ones(1, 2),))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert path.name == f"Linear-{digest[:32]}.pt"
+    short = tmp_path / f"Linear-{digest[:12]}.pt"  # the name such a bundle had before
+    short.write_bytes(path.read_bytes())
+    with pytest.raises(WorkloadError, match="is not a model bundle of autotune.tune"):
+        build_model(load_model_file(short), "cpu")
 
 
 def test_a_bundle_holds_a_traffic_mix_and_hashes_as_before_without_one(tmp_path):
