@@ -10,10 +10,12 @@ Pruning deletes files, so it deletes only what autotune wrote, judged by facts, 
 names:
 
 - **Ours means created by us.** A folder is adopted only when it is new or empty: autotune
-  writes a marker holding a random id, which the study records first (an attribute of the
-  Optuna study). A marked folder is used again only when the marker is a file of this user's
-  (not a link) whose id a study of the same database recorded; any other folder is refused
-  before the first trial, whatever its entries are called.
+  writes a marker holding a random id, which the study records first with the folder's host,
+  path and inode (an attribute of the Optuna study). A marked folder is used again only when
+  the marker is a regular file of this user's (not a link, not a hard link, not a FIFO) whose
+  id a study of the same database recorded for this very folder (its inode: a marker copied
+  into another folder is not enough); any other folder is refused before the first trial,
+  whatever its entries are called.
 - **Pruning never leaves the folder.** It works from file descriptors: the folder must still
   be the one adopted (device and inode), each compile cache inside it (``inductor/``,
   ``triton/``) must be a real folder, not a link; the walk follows no link, enters no folder
@@ -28,12 +30,13 @@ import fcntl
 import os
 import re
 import secrets
+import socket
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from autotune._atomic import write_text
 from autotune.errors import UsageError
@@ -171,16 +174,18 @@ class _File(NamedTuple):
 def own(
     folder: str,
     option: str,
-    recorded: Callable[[str], bool],
-    record: Callable[[str], None],
+    recorded: Callable[[str], Mapping[str, Any] | None],
+    record: Callable[[str, dict[str, Any]], None],
 ) -> KernelCache:
-    """Adopts ``folder`` as a kernel cache: created and marked when new or empty (its id
-    passed to ``record`` before the marker is written), used again when marked with an id
-    that ``recorded`` knows.
+    """Adopts ``folder`` as a kernel cache: created and marked when new or empty (its id and
+    the folder's host, path and inode passed to ``record`` before the marker is written),
+    used again when marked with an id that ``recorded`` knows, for this very folder (its
+    inode: a marker copied into another folder is not enough).
 
     Raises:
         UsageError: ``folder`` is a file, cannot be made, belongs to another user, holds
-            anything and no marker, or a marker of no study of this database.
+            anything and no marker, or a marker of no study of this database or of another
+            folder.
     """
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
@@ -189,14 +194,14 @@ def own(
         raise _unusable(folder, option, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # two processes of a study adopt one folder once
-        found = _marker_id(fd)
-        if found is None:
-            found = _adopt(folder, fd, option, record)
-        elif not recorded(found):
-            raise _foreign_marker(folder, option, found)
         st = os.fstat(fd)
         if st.st_uid != os.geteuid():
             raise _others(folder, option, st.st_uid)
+        found = _marker_id(fd)
+        if found is None:
+            found = _adopt(folder, fd, option, record)
+        elif (dict(recorded(found) or {})).get("inode") != st.st_ino:
+            raise _foreign_marker(folder, option, found)
         return KernelCache(os.path.abspath(folder), found, st.st_dev, st.st_ino, st.st_uid)
     except OSError as exc:
         raise _unusable(folder, option, exc) from exc
@@ -204,29 +209,32 @@ def own(
         os.close(fd)
 
 
-def _adopt(folder: str, fd: int, option: str, record: Callable[[str], None]) -> str:
+def _adopt(
+    folder: str, fd: int, option: str, record: Callable[[str, dict[str, Any]], None]
+) -> str:
     entries = sorted(os.listdir(fd))
     if entries:
         raise _not_empty(folder, option, entries)
-    st = os.fstat(fd)
-    if st.st_uid != os.geteuid():
-        raise _others(folder, option, st.st_uid)
     new = secrets.token_hex(16)
-    record(new)  # first: a marker exists only with an id its study knows
+    where = {"host": socket.gethostname(), "path": os.path.abspath(folder)}
+    record(new, {**where, "inode": os.fstat(fd).st_ino})  # first: its study knows the id
     write_text(Path(folder, MARKER), _MARK.format(id=new))
     return new
 
 
 def _marker_id(fd: int) -> str | None:
     """The id in the folder's marker: None when there is none, or when the marker is a link,
-    not a regular file of this user's, or not one autotune wrote."""
+    not a regular file of this user's with one name (a hard link from elsewhere is not), or
+    not one autotune wrote. Opened without blocking: a FIFO planted as the marker is no
+    marker, not a hang."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        marker = os.open(MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        marker = os.open(MARKER, flags, dir_fd=fd)
     except OSError:
         return None
     try:
         st = os.fstat(marker)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
             return None
         text = os.read(marker, _MARKER_BYTES).decode("utf-8", "replace")
     finally:
@@ -267,9 +275,10 @@ def _not_empty(folder: str, option: str, entries: list[str]) -> UsageError:
 
 def _foreign_marker(folder: str, option: str, found: str) -> UsageError:
     return UsageError(
-        f"{option} {folder} is marked as a kernel cache (id {found}) by no study of this "
-        "database: autotune prunes only a folder it created for a study it can name, so a "
-        "marker copied or left by another database is not enough. "
+        f"{option} {folder} is marked as a kernel cache (id {found}) that no study of this "
+        "database made in this folder: autotune prunes only a folder it created for a study "
+        "it can name, so a marker copied from elsewhere or left by another database is not "
+        "enough. "
         f"{_REMEDY} If the folder is a cache of another database's study and holds nothing "
         "of yours, delete it and it is made again."
     )

@@ -147,19 +147,20 @@ class Session:
     def name(self) -> str:
         return self.request.study_name
 
-    def _record_cache(self, cache_id: str) -> None:
+    def _record_cache(self, cache_id: str, where: dict[str, Any]) -> None:
         """Records a kernel cache folder made for this study, before it is marked."""
-        where = {"host": socket.gethostname(), "path": os.path.abspath(self.cache_dir)}
         self.db(self.study.set_user_attr, KERNEL_CACHE_ATTR + cache_id, where)
 
-    def _cache_recorded(self, cache_id: str) -> bool:
-        """Whether a study of this database made the kernel cache folder marked ``cache_id``
-        (a shared $AUTOTUNE_CACHE_DIR serves every study of one database)."""
+    def _cache_recorded(self, cache_id: str) -> Any:
+        """Where a study of this database made the kernel cache folder marked ``cache_id``
+        (a shared $AUTOTUNE_CACHE_DIR serves every study of one database); None if none did."""
         key = KERNEL_CACHE_ATTR + cache_id
-        if key in self.db(lambda: self.study.user_attrs):
-            return True
+        mine = self.db(lambda: self.study.user_attrs)
+        if key in mine:
+            return mine[key]
         storage: Any = self.study._storage
-        return any(key in s.user_attrs for s in self.db(storage.get_all_studies))
+        studies = self.db(storage.get_all_studies)
+        return next((s.user_attrs[key] for s in studies if key in s.user_attrs), None)
 
     def ask(self) -> optuna.Trial:
         with warnings.catch_warnings():

@@ -31,10 +31,10 @@ class _Study:
     """What a study records of the kernel caches made for it."""
 
     def __init__(self) -> None:
-        self.ids: set[str] = set()
+        self.ids: dict[str, dict] = {}
 
     def own(self, folder, option: str = "--cache-dir") -> KernelCache:
-        return own(str(folder), option, self.ids.__contains__, self.ids.add)
+        return own(str(folder), option, self.ids.get, self.ids.__setitem__)
 
 
 def _users_files(folder, count: int = 30) -> list[str]:
@@ -92,9 +92,36 @@ def test_a_marker_no_study_of_this_database_recorded_is_refused(tmp_path):
     folder = tmp_path / "mine"
     kept = _users_files(folder / "inductor")
     (folder / MARKER).write_bytes((tmp_path / "theirs" / MARKER).read_bytes())
-    with pytest.raises(UsageError, match=rf"marked as a kernel cache \(id {made.id}\) by no st"):
+    with pytest.raises(UsageError, match=rf"marked as a kernel cache \(id {made.id}\) that no"):
         _Study().own(folder)
     assert sorted(os.listdir(folder / "inductor")) == kept
+
+
+def test_a_marker_copied_into_another_folder_of_the_same_study_is_refused(tmp_path):
+    study = _Study()
+    made = study.own(tmp_path / "cache")
+    assert study.ids[made.id]["inode"] == made.inode
+    folder = tmp_path / "mine"
+    kept = _users_files(folder / "triton")
+    (folder / MARKER).write_bytes((tmp_path / "cache" / MARKER).read_bytes())
+    with pytest.raises(UsageError, match="that no study of this database made in this folder"):
+        study.own(folder)
+    os.unlink(folder / MARKER)
+    os.link(tmp_path / "cache" / MARKER, folder / MARKER)  # a hard link is the same file
+    with pytest.raises(UsageError, match="holds files"):
+        study.own(folder)
+    assert sorted(os.listdir(folder / "triton")) == kept
+    os.unlink(folder / MARKER)
+    os.rename(tmp_path / "cache", tmp_path / "moved")  # the folder moved is the same folder
+    assert study.own(tmp_path / "moved").id == made.id
+
+
+def test_a_fifo_planted_as_the_marker_is_no_marker_and_no_hang(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    os.mkfifo(folder / MARKER)
+    with pytest.raises(UsageError, match="holds files"):
+        _Study().own(folder)
 
 
 def test_a_marker_that_is_a_link_is_not_autotunes(tmp_path):
@@ -193,7 +220,7 @@ def test_studies_of_one_database_share_a_folder_and_another_databases_are_refuse
         request = _request(tmp_path, model_file, space_file, folder, study=name)
         Search(request, scripted.ScriptedRunner())
     other = _request(tmp_path, model_file, space_file, folder, db="other.db")
-    with pytest.raises(UsageError, match="by no study of this database"):
+    with pytest.raises(UsageError, match="that no study of this database made"):
         Search(other, scripted.ScriptedRunner())
 
 
