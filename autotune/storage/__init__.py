@@ -30,6 +30,7 @@ from autotune.storage._optuna import (
     open_optuna_storage,
     retrying,
     transient,
+    user_cache,
 )
 from autotune.storage._records import (
     EAGER_HASH,
@@ -67,5 +68,5 @@ __all__ = [
     "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",
     "measurements", "metric_attrs", "open_optuna_storage", "pooled_measurements", "recover_stale",
     "retrying", "settings_from_row", "settle", "tell_record", "to_record", "transient",
-    "trial_key",
+    "trial_key", "user_cache",
 ]  # fmt: skip

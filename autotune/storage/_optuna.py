@@ -210,8 +210,13 @@ def default_cache_dir(study: str, study_id: int, storage: str) -> str:
     another database) never inherits compiled graphs, and their optimistic compile times."""
     if os.environ.get("AUTOTUNE_CACHE_DIR"):
         return os.environ["AUTOTUNE_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     where = storage if not storage.startswith("sqlite:///") else str(Path(storage[10:]).resolve())
     digest = hashlib.sha256(f"{where}|{study_id}".encode()).hexdigest()[:10]
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study)
-    return str(Path(base, "autotune", f"{slug}-{digest}"))
+    return str(user_cache() / f"{slug}-{digest}")
+
+
+def user_cache() -> Path:
+    """autotune's folder in this user's cache: ``$XDG_CACHE_HOME/autotune``, else
+    ``~/.cache/autotune``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "autotune")

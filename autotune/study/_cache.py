@@ -14,8 +14,10 @@ names:
   path and inode (an attribute of the Optuna study). A marked folder is used again only when
   the marker is a regular file of this user's (not a link, not a hard link, not a FIFO) whose
   id a study of the same database recorded for this very folder (its inode: a marker copied
-  into another folder is not enough); any other folder is refused before the first trial,
-  whatever its entries are called.
+  into another folder is not enough), or that this user's registry on this machine
+  (``~/.cache/autotune/kernel-caches/``) holds for it, so that studies of several databases
+  may share one ``$AUTOTUNE_CACHE_DIR``; any other folder is refused before the first
+  trial, whatever its entries are called.
 - **Pruning never leaves the folder.** It works from file descriptors: the folder must still
   be the one adopted (device and inode), each compile cache inside it (``inductor/``,
   ``triton/``) must be a real folder, not a link; the walk follows no link, enters no folder
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -40,6 +43,7 @@ from typing import Any, NamedTuple
 
 from autotune._atomic import write_text
 from autotune.errors import UsageError
+from autotune.storage import user_cache
 from autotune.trials import CACHE_PARTS
 
 MARKER = ".autotune-kernel-cache"
@@ -178,14 +182,14 @@ def own(
     record: Callable[[str, dict[str, Any]], None],
 ) -> KernelCache:
     """Adopts ``folder`` as a kernel cache: created and marked when new or empty (its id and
-    the folder's host, path and inode passed to ``record`` before the marker is written),
-    used again when marked with an id that ``recorded`` knows, for this very folder (its
-    inode: a marker copied into another folder is not enough).
+    the folder's host, path and inode passed to ``record``, the study's record, and kept in
+    this user's registry on this machine, before the marker is written), used again when
+    marked with an id the study's record (``recorded``) or this machine's registry knows for
+    this very folder (its inode: a marker copied into another folder is not enough).
 
     Raises:
         UsageError: ``folder`` is a file, cannot be made, belongs to another user, holds
-            anything and no marker, or a marker of no study of this database or of another
-            folder.
+            anything and no marker, or a marker that neither record knows for it.
     """
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
@@ -200,7 +204,7 @@ def own(
         found = _marker_id(fd)
         if found is None:
             found = _adopt(folder, fd, option, record)
-        elif (dict(recorded(found) or {})).get("inode") != st.st_ino:
+        elif not _made_here(found, st.st_ino, recorded):
             raise _foreign_marker(folder, option, found)
         return KernelCache(os.path.abspath(folder), found, st.st_dev, st.st_ino, st.st_uid)
     except OSError as exc:
@@ -217,9 +221,55 @@ def _adopt(
         raise _not_empty(folder, option, entries)
     new = secrets.token_hex(16)
     where = {"host": socket.gethostname(), "path": os.path.abspath(folder)}
-    record(new, {**where, "inode": os.fstat(fd).st_ino})  # first: its study knows the id
+    where["inode"] = os.fstat(fd).st_ino
+    record(new, where)  # first: a marker exists only with an id that is recorded
+    _register(new, where)
     write_text(Path(folder, MARKER), _MARK.format(id=new))
     return new
+
+
+def _made_here(
+    cache_id: str, inode: int, recorded: Callable[[str], Mapping[str, Any] | None]
+) -> bool:
+    """Whether the study's record or this machine's registry says autotune made the folder
+    of ``inode`` under ``cache_id`` (this machine's registry lets studies of several
+    databases share one $AUTOTUNE_CACHE_DIR; the study's, its workers on several hosts)."""
+    return any(
+        isinstance(where, Mapping) and where.get("inode") == inode
+        for where in (recorded(cache_id), _registered(cache_id))
+    )
+
+
+def _registry() -> Path:
+    """This user's record, on this machine, of the kernel cache folders autotune made."""
+    return user_cache() / "kernel-caches"
+
+
+def _register(cache_id: str, where: dict[str, Any]) -> None:
+    """Keeps ``where`` in this machine's registry; the study's record stands without it (a
+    home that cannot be written loses only the sharing across databases)."""
+    with contextlib.suppress(OSError):
+        _registry().mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_text(_registry() / f"{cache_id}.json", json.dumps(where), mode=0o600)
+
+
+def _registered(cache_id: str) -> Any:
+    """What this machine's registry holds of ``cache_id``: None unless a regular file of this
+    user's (never a link) holding JSON."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(_registry() / f"{cache_id}.json", flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        return json.loads(os.read(fd, _MARKER_BYTES))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def _marker_id(fd: int) -> str | None:
@@ -275,12 +325,12 @@ def _not_empty(folder: str, option: str, entries: list[str]) -> UsageError:
 
 def _foreign_marker(folder: str, option: str, found: str) -> UsageError:
     return UsageError(
-        f"{option} {folder} is marked as a kernel cache (id {found}) that no study of this "
-        "database made in this folder: autotune prunes only a folder it created for a study "
-        "it can name, so a marker copied from elsewhere or left by another database is not "
-        "enough. "
-        f"{_REMEDY} If the folder is a cache of another database's study and holds nothing "
-        "of yours, delete it and it is made again."
+        f"{option} {folder} is marked as a kernel cache (id {found}) that autotune did not "
+        "make in this folder for a study of this database nor for this user on this machine: "
+        "autotune prunes only a folder it created, so a marker copied from elsewhere or left "
+        "by another machine's study is not enough. "
+        f"{_REMEDY} If the folder is autotune's cache of another study and holds nothing of "
+        "yours, delete it and it is made again."
     )
 
 

@@ -12,7 +12,7 @@ import torch
 
 from autotune.errors import UsageError
 from autotune.space import load_space
-from autotune.storage import StudySettings
+from autotune.storage import StudySettings, user_cache
 from autotune.study import Search, SearchRequest
 from autotune.study._cache import MARKER, KernelCache, own
 
@@ -92,7 +92,7 @@ def test_a_marker_no_study_of_this_database_recorded_is_refused(tmp_path):
     folder = tmp_path / "mine"
     kept = _users_files(folder / "inductor")
     (folder / MARKER).write_bytes((tmp_path / "theirs" / MARKER).read_bytes())
-    with pytest.raises(UsageError, match=rf"marked as a kernel cache \(id {made.id}\) that no"):
+    with pytest.raises(UsageError, match=rf"a kernel cache \(id {made.id}\) that autotune did"):
         _Study().own(folder)
     assert sorted(os.listdir(folder / "inductor")) == kept
 
@@ -104,7 +104,7 @@ def test_a_marker_copied_into_another_folder_of_the_same_study_is_refused(tmp_pa
     folder = tmp_path / "mine"
     kept = _users_files(folder / "triton")
     (folder / MARKER).write_bytes((tmp_path / "cache" / MARKER).read_bytes())
-    with pytest.raises(UsageError, match="that no study of this database made in this folder"):
+    with pytest.raises(UsageError, match="that autotune did not make in this folder"):
         study.own(folder)
     os.unlink(folder / MARKER)
     os.link(tmp_path / "cache" / MARKER, folder / MARKER)  # a hard link is the same file
@@ -210,18 +210,30 @@ def test_a_search_refuses_a_cache_folder_it_does_not_own(tmp_path, model_file, s
     assert os.listdir(folder) == ["notes.txt"]
 
 
-def test_studies_of_one_database_share_a_folder_and_another_databases_are_refused(
-    tmp_path, model_file, space_file
+def test_studies_share_a_folder_autotune_made_and_a_marker_neither_record_knows_is_refused(
+    tmp_path, model_file, space_file, monkeypatch
 ):
-    """A shared $AUTOTUNE_CACHE_DIR serves every study of one database: the study that made
-    the folder recorded its id, which the others find."""
+    """A shared $AUTOTUNE_CACHE_DIR serves every study of one database (the study that made
+    the folder recorded its id) and, on the machine that made it, studies of other
+    databases (this user's registry); a folder another machine's study made and marked is
+    not adopted by a study of another database."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     folder = str(tmp_path / "shared")
-    for name in ("a", "b"):
-        request = _request(tmp_path, model_file, space_file, folder, study=name)
-        Search(request, scripted.ScriptedRunner())
-    other = _request(tmp_path, model_file, space_file, folder, db="other.db")
-    with pytest.raises(UsageError, match="that no study of this database made"):
-        Search(other, scripted.ScriptedRunner())
+    for name, db in (("a", "t.db"), ("b", "t.db"), ("c", "other.db")):
+        Search(
+            _request(tmp_path, model_file, space_file, folder, name, db), scripted.ScriptedRunner()
+        )
+    (made,) = (user_cache() / "kernel-caches").glob("*.json")
+    assert made.stem in (tmp_path / "shared" / MARKER).read_text()
+    made.unlink()  # as on a machine that did not make it
+    Search(
+        _request(tmp_path, model_file, space_file, folder, "d", "t.db"), scripted.ScriptedRunner()
+    )
+    with pytest.raises(UsageError, match="nor for this user on this machine"):
+        Search(
+            _request(tmp_path, model_file, space_file, folder, "e", "third.db"),
+            scripted.ScriptedRunner(),
+        )
 
 
 def test_each_trial_records_the_bytes_it_added_to_the_kernel_cache(
