@@ -220,7 +220,7 @@ def _adopt(
     if entries:
         raise _not_empty(folder, option, entries)
     new = secrets.token_hex(16)
-    where = {"host": socket.gethostname(), "path": os.path.abspath(folder)}
+    where: dict[str, Any] = {"host": socket.gethostname(), "path": os.path.abspath(folder)}
     where["inode"] = os.fstat(fd).st_ino
     record(new, where)  # first: a marker exists only with an id that is recorded
     _register(new, where)
