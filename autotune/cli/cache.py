@@ -41,6 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
         "--no-cache", action="store_true",
         help="do not export the Inductor cache (the AOTInductor package only)",
     )  # fmt: skip
+    p.add_argument(
+        "--bind-weights", action="store_true",
+        help="record the SHA-256 of the weights the model file builds in the entry (signed "
+        "with it where $AUTOTUNE_SIGNING_KEY is set): autotune.apply compares the applied "
+        "model's weights, warns on a difference, and refuses it where a signature is required",
+    )  # fmt: skip
     options.add_allow_unsafe(p, "the file's config")
     options.add_debug(p)
     return p
@@ -57,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         ship_cache(args.file, args.model, on_note=lambda note: say(note, flush=True),
                      cache=not args.no_cache, aot=not args.no_aot,
-                     allow_unsafe_knobs=args.allow_unsafe_knobs)  # fmt: skip
+                     allow_unsafe_knobs=args.allow_unsafe_knobs,
+                     bind_weights=args.bind_weights)  # fmt: skip
     except ConfigError as exc:
         from autotune.errors import UsageError
 

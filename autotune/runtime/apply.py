@@ -1,7 +1,17 @@
-"""Apply a config to a model: the one code path shared by search trials and production."""
+"""Apply a config to a model: the one code path shared by search trials and production.
+
+Before anything compiles, the entry chosen for this machine is checked against what the
+operator asked of it (see :mod:`autotune.runtime.signing`): its signature (refused under
+``require_signature``, else a :class:`~autotune.runtime.signing.SignatureWarning` when a key is
+set and does not verify it), its age (``not_before``), and the model it was tuned on: a
+structure or weights hash it records that the applied model does not have is refused where a
+signature is required, and warned about otherwise. Every warning and error shows what the
+file says inert (:func:`autotune._printable.printable`).
+"""
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import functools
 import itertools
@@ -15,7 +25,9 @@ from typing import Any, cast
 import torch
 import torch._dynamo
 
+from autotune._printable import printable
 from autotune.runtime._parts import compile_in_parts, compile_region
+from autotune.runtime._trust import model_differences, vouched
 from autotune.runtime.config import (
     BestConfig,
     CompileConfig,
@@ -23,13 +35,11 @@ from autotune.runtime.config import (
     ConfigFile,
     EnvironmentMismatchWarning,
     ScopeError,
-    entry_label,
     load,
 )
 from autotune.runtime.fingerprint import (
     environment_fingerprint,
     environment_mismatches,
-    model_fingerprint,
 )
 from autotune.runtime.knobs import check_config
 from autotune.runtime.shapes import plan_root, plan_warmup, warm_up
@@ -52,6 +62,7 @@ def apply(
     strict: bool = False,
     allow_unsafe_knobs: bool | Collection[str] = False,
     require_signature: bool | None = None,
+    not_before: str | datetime.datetime | None = None,
 ) -> torch.nn.Module:
     """Compiles ``model`` the way the search's winning trial did.
 
@@ -82,7 +93,8 @@ def apply(
             with a warning (see ``strict``).
         check_environment: Compare the file's environment and model fingerprints with this
             process and model, and warn once (:class:`EnvironmentMismatchWarning`) per
-            difference. The config is applied either way.
+            difference. The config is applied either way, unless a signature is required and
+            the model differs (see ``require_signature``).
         cache: Use what the file ships to skip the cold compile, when it is valid for this
             machine (both are written by ``autotune search --save-cache``): its AOTInductor
             package (the model must be in ``eval()`` mode), loaded with the model's own
@@ -114,11 +126,24 @@ def apply(
             all, or the ``inductor.NAME`` / ``dynamo.NAME`` knobs named. Pass it only for a
             config you wrote or checked yourself.
         require_signature: Refuse a best-config entry that is not signed with the key in
-            ``$AUTOTUNE_SIGNING_KEY`` (``autotune search``/``merge``/``cache export`` sign
-            what they write when it is set; the signature covers the config and the SHA-256
-            of every artifact). Default: ``$AUTOTUNE_REQUIRE_SIGNATURE`` (``1`` requires).
-            A :class:`CompileConfig` passed in code needs none. Whatever this says, an entry
+            ``$AUTOTUNE_SIGNING_KEY`` (``autotune search``/``finalize``/``cache export`` sign
+            what they write when it is set; the signature covers the whole entry: config,
+            decision, metrics, workload, model hashes, ``created_at`` and the SHA-256 of every
+            artifact), and one bound to another model: its ``model.sha256`` (structure) or
+            ``model.weights_sha256`` (weights, recorded by ``cache export --bind-weights``;
+            reading them costs a pass over every weight) is not ``model``'s, whatever
+            ``check_environment`` says. Default: ``$AUTOTUNE_REQUIRE_SIGNATURE``: ``1``,
+            ``true``, ``yes`` or ``on`` require; ``0``, ``false``, ``no``, ``off`` or unset do
+            not; anything else is a :class:`ConfigError`. Not required, an entry the key does
+            not verify (unsigned, another key) is applied with a
+            :class:`~autotune.runtime.signing.SignatureWarning` when a key is set. A
+            :class:`CompileConfig` passed in code needs none. Whatever this says, an entry
             signed with that key but changed since is refused when the file is read.
+        not_before: Refuse an entry made before this time (its ``created_at``, an ISO 8601
+            time or date, or a datetime; without an offset, UTC), so that an older file
+            restored in place of the current one (a rollback) is not served: raise it with
+            each release. Default: ``$AUTOTUNE_NOT_BEFORE``, else no limit. The time is part of
+            the signed entry: only a required signature makes it tamper-proof.
 
     Returns:
         ``model`` itself for a ``do_not_compile`` decision, a regional scope, and a whole model
@@ -132,7 +157,8 @@ def apply(
 
     Raises:
         ConfigError: The file or config is invalid, or names knobs the installed torch lacks,
-            or (``strict``) it has no entry for this kind of device;
+            or (``strict``) it has no entry for this kind of device, or the entry is refused
+            by ``require_signature`` or ``not_before``;
             :class:`UnsafeKnobError` when it sets knobs refused from data that
             ``allow_unsafe_knobs`` does not name;
             :class:`~autotune.runtime.cache.CacheRefusedError` (a ``ValueError`` too), with
@@ -151,9 +177,10 @@ def apply(
     here = functools.cache(lambda: environment_fingerprint(_model_device(model)))
     best, compile_config, choice_warned = _resolve(config, here, strict)
     if best is not None:
-        _require_signature(best, require_signature)
-    if best is not None and check_environment:
-        _warn_on_mismatch(model, best, here, environment=not choice_warned)
+        required = vouched(best, require_signature, not_before)
+        model_lines = model_differences(model, best, required, check_environment)
+        if check_environment:
+            _warn_on_mismatch(best, here, model_lines, environment=not choice_warned)
     if compile_config is None:
         if warmup is not None:
             _log.info("autotune.apply: the config compiles nothing; no warm-up needed")
@@ -176,26 +203,6 @@ def apply(
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
     return compiled
-
-
-def _require_signature(best: BestConfig, required: bool | None) -> None:
-    from autotune.runtime import signing as _signing
-
-    if not _signing.required(required):
-        return
-    secret = _signing.key()
-    if secret is None:
-        raise ConfigError(
-            "autotune.apply(require_signature=True): a signature is required, but "
-            f"${_signing.KEY_ENV} is not set here; set it to the key the file was signed with."
-        )
-    why = _signing.problem(best.to_dict(), secret)
-    if why is not None:
-        raise ConfigError(
-            f"autotune.apply(require_signature=True): the entry for {entry_label(best)} is "
-            f"refused: {why}. Write the file where ${_signing.KEY_ENV} holds the key "
-            "(autotune search, finalize, merge or cache export sign what they write)."
-        )
 
 
 def _load_package(
@@ -232,8 +239,10 @@ def _load_package(
             _log.info("autotune.apply: loaded the AOTInductor package %s: no compile", package)
             return packaged
     warnings.warn(
-        f"autotune.apply: the AOTInductor package is not used: {why_not}; the model compiles "
-        "as without one.",
+        printable(
+            f"autotune.apply: the AOTInductor package is not used: {why_not}; the model "
+            "compiles as without one."
+        ),
         EnvironmentMismatchWarning,
         stacklevel=3,
     )
@@ -261,8 +270,10 @@ def _load_cache(best: BestConfig, config: Any, cache: Any, device: str, strict: 
         _log.info("autotune.apply: loaded the compile cache %s", archive)
     else:
         warnings.warn(
-            f"autotune.apply: the compile cache is not used: {why_not}; the model compiles "
-            "as without one.",
+            printable(
+                f"autotune.apply: the compile cache is not used: {why_not}; the model "
+                "compiles as without one."
+            ),
             EnvironmentMismatchWarning,
             stacklevel=3,
         )
@@ -347,16 +358,16 @@ def _choose(
     choice = choose(file.entries, here)
     if choice.entry is None:
         if strict:
-            raise ConfigError(f"autotune.apply(strict=True): {choice.why}.")
+            raise ConfigError(printable(f"autotune.apply(strict=True): {choice.why}."))
         warnings.warn(
-            f"autotune.apply: {choice.why}. The model is returned uncompiled.",
+            printable(f"autotune.apply: {choice.why}. The model is returned uncompiled."),
             EnvironmentMismatchWarning,
             stacklevel=4,
         )
         return None
     if choice.exact:
         return choice.entry, False
-    line = f"autotune.apply: {choice.why}."
+    line = printable(f"autotune.apply: {choice.why}.")
     if ("choice", line) not in _WARNED:
         _WARNED.add(("choice", line))
         warnings.warn(line, EnvironmentMismatchWarning, stacklevel=4)
@@ -440,23 +451,17 @@ def _has_path(model: torch.nn.Module, path: str) -> bool:
 
 
 def _warn_on_mismatch(
-    model: torch.nn.Module,
     best: BestConfig,
     here: Callable[[], dict[str, Any]],
+    model_lines: list[str],
     environment: bool = True,
 ) -> None:
+    """One :class:`EnvironmentMismatchWarning` for the differences (environment, then
+    ``model_lines``) not yet said of ``best``'s config in this process, shown inert."""
     lines = []
     if best.environment and environment:
         lines += environment_mismatches(best.environment, here())
-    expected_sha = best.model.get("sha256")
-    if expected_sha:
-        actual_model = model_fingerprint(model)
-        if actual_model["sha256"] != expected_sha:
-            lines.append(
-                f"model: tuned on structure {expected_sha} ({best.model.get('root_class')}), "
-                f"applied to {actual_model['sha256']} ({actual_model['root_class']}): module "
-                "paths, classes or tensor shapes differ"
-            )
+    lines += model_lines
     identity = best.config_hash or f"do_not_compile@{best.created_at}"
     new = [line for line in lines if (identity, line) not in _WARNED]
     if not new:
@@ -464,12 +469,12 @@ def _warn_on_mismatch(
     _WARNED.update((identity, line) for line in new)
     details = "\n".join(f"  - {line}" for line in new)
     warnings.warn(
-        EnvironmentMismatchWarning(
+        EnvironmentMismatchWarning(printable(
             f"best config {identity} was tuned elsewhere; it is applied anyway, but its "
             f"measured speedup may not hold here (re-run the search to be sure):\n{details}"
-        ),
+        )),
         stacklevel=3,
-    )
+    )  # fmt: skip
 
 
 def _model_device(model: torch.nn.Module) -> str:

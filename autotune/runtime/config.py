@@ -1,4 +1,10 @@
-"""The best-config file: schema, strict validation, canonical hashing. Standard library only."""
+"""The best-config file: schema, strict validation, canonical hashing. Standard library only.
+
+An entry's ``created_at`` is read as a time, never compared as text (:func:`created_time`):
+one without an offset is UTC, as autotune writes every time, and the schema refuses one that is
+not ISO 8601. What a file says of a machine (device names, torch versions) is shown inert and
+on one line (:func:`entry_label`), whatever bytes it holds.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from autotune._printable import printable
 from autotune.runtime import signing as _signing
 from autotune.runtime._compile_config import (
     PREFILLS,
@@ -42,8 +49,9 @@ from autotune.runtime._schema import (
 __all__ = [
     "DECISIONS", "FILE_SCHEMA_VERSION", "PREFILLS", "SCHEMA_VERSION", "BestConfig",
     "CompileConfig", "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part", "Scope",
-    "ScopeError", "UnsafeKnobError", "When", "entry_key", "entry_label", "for_generate", "load",
-    "prefill_config", "sha256_of", "sha256_of_file",
+    "ScopeError", "UnsafeKnobError", "When", "created_time", "entry_key", "entry_label",
+    "for_generate", "load", "one_line", "prefill_config", "read_bytes", "sha256_of",
+    "sha256_of_file",
 ]  # fmt: skip
 
 # The newest entry version this autotune reads. An entry is written at the oldest version that
@@ -210,9 +218,23 @@ def entry_key(best: BestConfig) -> tuple[str, str]:
 
 
 def entry_label(best: BestConfig) -> str:
-    """``NVIDIA H100 80GB HBM3, torch 2.11.0``."""
+    """``NVIDIA H100 80GB HBM3, torch 2.11.0``: shown inert, on one line (:func:`one_line`)."""
     device_name, torch_version = entry_key(best)
-    return f"{device_name}, torch {torch_version}"
+    return one_line(f"{device_name}, torch {torch_version}")
+
+
+def one_line(value: Any) -> str:
+    """``str(value)`` as a warning or an error may show a value read from a file: every control
+    and invisible character escaped (:func:`autotune._printable.printable`), newline and tab
+    included, so that it can neither move the cursor nor fake a line of its own."""
+    return printable(str(value).replace("\n", "\\n").replace("\t", "\\t"))
+
+
+def created_time(best: BestConfig) -> datetime.datetime:
+    """When ``best`` was made, as an aware datetime: ``created_at`` read as ISO 8601 (without
+    an offset, UTC; a date alone, its midnight). One that does not read (the schema refuses
+    such a file; an object changed in code may still hold one) counts as the oldest."""
+    return _signing.parse_utc(best.created_at) or _signing.OLDEST
 
 
 @dataclass
@@ -278,6 +300,17 @@ class ConfigFile:
         """
         return cls.from_dict(_read_json(path), source=repr(os.fspath(path)))
 
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str | os.PathLike[str]) -> ConfigFile:
+        """Validates the bytes of the best-config file ``path`` (:func:`read_bytes`), as
+        :meth:`load` does: a caller that hands the file on (to a child process, a signature)
+        reads it once and hands on exactly what it checked.
+
+        Raises:
+            ConfigError: The bytes are not UTF-8 JSON, or break the schema.
+        """
+        return cls.from_dict(_parse_json(data, path), source=repr(os.fspath(path)))
+
     def to_dict(self) -> dict[str, Any]:
         """One entry: its own JSON form (version 1); several: ``{"schema_version": 2, ...}``."""
         if len(self.entries) == 1:
@@ -341,15 +374,31 @@ def _entries_problems(entries: list[BestConfig]) -> list[str]:
     return problems
 
 
-def _read_json(path: str | os.PathLike[str]) -> Any:
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the best-config file ``path``.
+
+    Raises:
+        ConfigError: It is missing or unreadable.
+    """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise ConfigError(
             f"best-config file {os.fspath(path)!r} does not exist; pass the path that "
             "`autotune search` wrote (best_config.json by default)"
         ) from None
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
+        raise ConfigError(f"cannot read best-config file {os.fspath(path)!r}: {e}") from e
+
+
+def _read_json(path: str | os.PathLike[str]) -> Any:
+    return _parse_json(read_bytes(path), path)
+
+
+def _parse_json(data: bytes, path: str | os.PathLike[str]) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"cannot read best-config file {os.fspath(path)!r}: {e}") from e
     try:
         return json.loads(text)

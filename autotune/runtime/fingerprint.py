@@ -1,4 +1,11 @@
-"""Fingerprints of the environment and of a model's structure, to tell when a config travels."""
+"""Fingerprints of the environment and of a model (its structure, and on request its weights),
+to tell when a config travels.
+
+An entry records the structure hash of the model it was tuned on (``model.sha256``) and, when
+the operator binds it (``autotune cache export --bind-weights``), the hash of its weights
+(``model.weights_sha256``); :func:`model_mismatches` says what of either the applied model
+does not match.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import os
 import platform
 import re
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +97,33 @@ def weights_sha256(model: torch.nn.Module) -> str:
         if tensor.numel():
             digest.update(ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.itemsize))
     return digest.hexdigest()
+
+
+def model_mismatches(recorded: Mapping[str, Any], model: torch.nn.Module) -> list[str]:
+    """Human lines for what of ``recorded`` (an entry's ``model``) ``model`` does not match:
+    its structure (``sha256``, :func:`model_fingerprint`) and its weights (``weights_sha256``,
+    :func:`weights_sha256`, which reads every byte of them: compared only when recorded). A
+    key ``recorded`` lacks is not compared; values from the file are shown with ``repr``."""
+    lines = []
+    structure = recorded.get("sha256")
+    if structure:
+        actual = model_fingerprint(model)
+        if actual["sha256"] != structure:
+            lines.append(
+                f"model: tuned on structure {structure!r} ({recorded.get('root_class')!r}), "
+                f"applied to {actual['sha256']!r} ({actual['root_class']!r}): module paths, "
+                "classes or tensor shapes differ"
+            )
+    weights = recorded.get("weights_sha256")
+    if weights:
+        actual_weights = weights_sha256(model)
+        if actual_weights != weights:
+            lines.append(
+                f"weights: bound to weights {str(weights)[:16]!r}…, applied to "
+                f"{actual_weights[:16]!r}…: the model's parameter or buffer values differ "
+                "(load its weights before autotune.apply)"
+            )
+    return lines
 
 
 def environment_mismatches(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:

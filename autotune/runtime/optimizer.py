@@ -69,14 +69,15 @@ def apply_optimizer(
         >>> compiles_step(opt)
         True
     """
-    from autotune.runtime.apply import _require_signature, _resolve
+    from autotune.runtime._trust import vouched
+    from autotune.runtime.apply import _resolve
     from autotune.runtime.fingerprint import environment_fingerprint
 
     device = _device(optimizer)
     here = functools.cache(lambda: environment_fingerprint(device))
     best, compile_config, _ = _resolve(config, here, strict)
     if best is not None:
-        _require_signature(best, require_signature)
+        vouched(best, require_signature)
     if compile_config is not None and compile_config.train.get("optimizer") == "compiled":
         compile_step(optimizer, step_backend(compile_config))
         _log.info("autotune.apply_optimizer: %s.step runs compiled", type(optimizer).__name__)

@@ -1,6 +1,10 @@
 """Writing an entry into a best-config file: a new file, or the entry for this machine added
 or replaced (other machines' entries kept), and the artifacts of a replaced entry deleted when
 autotune wrote them and nothing names them any more.
+
+"Autotune wrote them" is read from the name exactly: the names :func:`artifact_name` gives the
+replaced entry's artifacts beside this file, never a pattern that another file's artifacts
+also fit (``model.v2.cache.tar.gz`` belongs to ``model.v2.json``, not to ``model.json``).
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ def write_entry(path: str | os.PathLike[str], best: BestConfig) -> str:
             f"added the entry for {entry_label(best)} to {target} "
             f"({len(file.entries)} entries now)"
         )
-    delete_replaced(target, file, [a for a in (replaced.cache, replaced.aot) if a])
+    delete_replaced(target, file, replaced, [a for a in (replaced.cache, replaced.aot) if a])
     others = len(file.entries) - 1
     also = f"; its {others} other entr{'y' if others == 1 else 'ies'} kept" if others else ""
     return f"replaced the entry for {entry_label(best)} in {target}{also}"
@@ -116,15 +120,20 @@ ARTIFACT_SUFFIXES = (CACHE_SUFFIX, AOT_SUFFIX)
 
 
 def delete_replaced(
-    path: str | os.PathLike[str], file: ConfigFile, replaced: list[dict[str, Any]]
+    path: str | os.PathLike[str],
+    file: ConfigFile,
+    entry: BestConfig,
+    replaced: list[dict[str, Any]],
 ) -> list[str]:
-    """Deletes the artifacts of a replaced entry (its ``cache`` and ``aot`` records) beside
-    ``path`` that autotune wrote and nothing names any more, and returns their names.
+    """Deletes the artifacts of a replaced entry (its ``cache`` and ``aot`` records, the
+    entry of the machine ``entry`` was tuned on) beside ``path`` that autotune wrote and
+    nothing names any more, and returns their names.
 
     A file is deleted only when every one holds: no entry of ``file`` names it; its name is
-    one autotune gives artifacts of this best-config file (:func:`artifact_name`); it is a
-    regular file, not a link; and its content has the SHA-256 the replaced entry recorded.
-    Anything else beside the file (a database, a model, a file edited since) is left alone.
+    one autotune gives an artifact of that entry beside this best-config file
+    (:func:`is_artifact_name`); it is a regular file, not a link; and its content has the
+    SHA-256 the replaced entry recorded. Anything else beside the file (a database, a model,
+    another best-config file's artifacts, a file edited since) is left alone.
     """
     folder = Path(path).parent
     named = {str(a["path"]) for e in file.entries for a in (e.cache, e.aot) if a}
@@ -132,7 +141,7 @@ def delete_replaced(
     for record in replaced:
         name = str(record.get("path"))
         candidate = folder / name
-        if name in named or not is_artifact_name(path, name):
+        if name in named or not is_artifact_name(path, name, entry):
             continue
         if candidate.is_symlink() or not candidate.is_file():
             continue
@@ -143,9 +152,12 @@ def delete_replaced(
     return deleted
 
 
-def is_artifact_name(config_path: str | os.PathLike[str], name: str) -> bool:
-    """Whether ``name`` is one :func:`artifact_name` gives an artifact of ``config_path``:
-    ``STEM.cache.tar.gz``, ``STEM.pt2``, or with a machine's slug between."""
-    stem = re.escape(Path(config_path).stem)
-    suffixes = "|".join(re.escape(s) for s in ARTIFACT_SUFFIXES)
-    return re.fullmatch(rf"{stem}(\.[a-z0-9-]+)?({suffixes})", name) is not None
+def is_artifact_name(config_path: str | os.PathLike[str], name: str, entry: BestConfig) -> bool:
+    """Whether ``name`` is a name :func:`artifact_name` gives an artifact of ``entry`` beside
+    ``config_path``: ``STEM.SLUG.cache.tar.gz`` or ``STEM.SLUG.pt2`` with the slug of the
+    entry's machine, or ``STEM.cache.tar.gz`` / ``STEM.pt2`` (an entry that does not say where
+    it was tuned). Any other slug may be another file's stem: ``model.v2.cache.tar.gz`` is
+    ``model.v2.json``'s."""
+    stem = Path(config_path).stem
+    names = {artifact_name(config_path, entry, suffix) for suffix in ARTIFACT_SUFFIXES}
+    return name in names | {f"{stem}{suffix}" for suffix in ARTIFACT_SUFFIXES}

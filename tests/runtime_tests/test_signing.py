@@ -3,15 +3,26 @@ an entry changed after signing is refused, and ``require_signature`` refuses uns
 
 from __future__ import annotations
 
+import datetime
+import functools
 import json
 import shutil
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 import autotune
 from autotune.cli import main
-from autotune.runtime import BestConfig, CompileConfig, ConfigError, ConfigFile
+from autotune.runtime import (
+    BestConfig,
+    CompileConfig,
+    ConfigError,
+    ConfigFile,
+    EnvironmentMismatchWarning,
+)
+from autotune.runtime.fingerprint import model_fingerprint, weights_sha256
 from autotune.ship import CACHE_SUFFIX, artifact_name, write_entry
 from autotune.ship._archive import pack
 
@@ -154,3 +165,127 @@ def test_a_writer_signs_only_the_entry_it_produced(tmp_path, monkeypatch):
                                  environment={"device_name": "CPU B"}))  # fmt: skip
     kept, mine = json.loads(path.read_text())["entries"]
     assert "signature" not in kept and mine["signature"]["alg"] == "hmac-sha256"
+
+
+# --- issue 56, item 5: what a signed entry is bound to, and how the requirement is read ---
+
+
+class _Net(torch.nn.Module):
+    def __init__(self, width: int = 4) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(4, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x)
+
+
+def _bound(path: Path, model: torch.nn.Module, weights: bool = False, **more: Any) -> BestConfig:
+    """An entry tuned on ``model`` (its weights too, with ``weights``), signed with KEY."""
+    bound = model_fingerprint(model)
+    if weights:
+        bound["weights_sha256"] = weights_sha256(model)
+    best = BestConfig(decision="compile", reason="r", config=CompileConfig(backend="eager"),
+                      model=bound, **more)  # fmt: skip
+    best.dump(path)
+    return best
+
+
+@pytest.mark.parametrize("check_environment", [True, False])
+def test_require_signature_refuses_a_signed_entry_applied_to_another_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check_environment: bool
+) -> None:
+    """A signed entry copied beside another model's file served it, with a warning at most
+    (none with check_environment=False)."""
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
+    path = tmp_path / "best.json"
+    _bound(path, _Net())
+
+    with pytest.raises(ConfigError, match="bound to another model") as e:
+        autotune.apply(_Net(width=8), path, require_signature=True,
+                       check_environment=check_environment)  # fmt: skip
+    assert "module paths, classes or tensor shapes differ" in str(e.value)
+    autotune.apply(_Net(), path, require_signature=True, check_environment=check_environment)
+
+
+def test_a_weights_hash_in_the_entry_is_compared_at_apply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The structure hash leaves the weights out: a bf16 config tuned on model A served model
+    B of the same structure."""
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
+    path = tmp_path / "best.json"
+    tuned = _Net()
+    _bound(path, tuned, weights=True)
+    other = _Net()  # the same structure, other weights
+
+    autotune.apply(tuned, path, require_signature=True, check_environment=False)
+    with pytest.raises(ConfigError, match="weights: bound to weights"):
+        autotune.apply(other, path, require_signature=True, check_environment=False)
+    with pytest.warns(EnvironmentMismatchWarning, match="the model's parameter or buffer values"):
+        autotune.apply(_Net(), path)  # not required: applied, saying so
+
+
+def test_not_before_refuses_an_entry_made_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signed file restored from an earlier release (a rollback) verified and served."""
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
+    path = tmp_path / "best.json"
+    _bound(path, _Net(), created_at="2026-01-01T00:00:00+00:00")
+    apply = functools.partial(autotune.apply, require_signature=True, check_environment=False)
+
+    with pytest.raises(ConfigError, match=r"rollback.*lower not_before"):
+        apply(_Net(), path, not_before="2026-02-01")
+    # compared as times: 01:00 at +02:00 is the evening before, in UTC
+    apply(_Net(), path, not_before="2026-01-01T01:00:00+02:00")
+    apply(_Net(), path, not_before=datetime.datetime(2026, 1, 1))  # naive: UTC, the same time
+    monkeypatch.setenv("AUTOTUNE_NOT_BEFORE", "2026-01-01T00:00:01Z")
+    with pytest.raises(ConfigError, match="rollback"):
+        apply(_Net(), path)
+    monkeypatch.setenv("AUTOTUNE_NOT_BEFORE", "last tuesday")
+    with pytest.raises(ConfigError, match=r"\$AUTOTUNE_NOT_BEFORE is 'last tuesday'; it takes"):
+        apply(_Net(), path)
+
+
+def test_with_a_key_set_a_stripped_signature_is_never_quieter_than_a_broken_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tampered signed entry was refused while the same entry with its signature stripped
+    loaded without a word."""
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
+    path = tmp_path / "best.json"
+    _bound(path, _Net())
+    data = json.loads(path.read_text())
+    del data["signature"]
+    path.write_text(json.dumps(data))
+
+    with pytest.warns(UserWarning, match="does not verify it: it is not signed") as seen:
+        autotune.apply(_Net(), path, check_environment=False)
+    assert [type(w.message).__name__ for w in seen] == ["SignatureWarning"]
+    with pytest.raises(ConfigError, match="refused: it is not signed"):
+        autotune.apply(_Net(), path, require_signature=True)
+
+
+@pytest.mark.parametrize(
+    ("value", "outcome"),
+    [("on", "refused"), ("Yes", "refused"), (" TRUE ", "refused"), ("y", "error"),
+     ("enabled", "error"), ("off", "applied"), ("0", "applied"), ("", "applied")],
+)  # fmt: skip
+def test_require_signature_from_the_environment_is_read_strictly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, outcome: str
+) -> None:
+    """`on` or `y` silently meant "not required"."""
+    path = tmp_path / "best.json"
+    _bound(path, _Net())  # no key: unsigned
+    monkeypatch.setenv("AUTOTUNE_SIGNING_KEY", KEY)
+    monkeypatch.setenv("AUTOTUNE_REQUIRE_SIGNATURE", value)
+
+    if outcome == "applied":
+        with pytest.warns(UserWarning, match="it is not signed"):
+            autotune.apply(_Net(), path)
+        return
+    rule = "refused: it is not signed" if outcome == "refused" else (
+        rf"\$AUTOTUNE_REQUIRE_SIGNATURE is '{value}', which says neither yes nor no"
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=rule):
+        autotune.apply(_Net(), path)

@@ -23,7 +23,7 @@ from autotune.runtime.config import (
     EnvironmentMismatchWarning,
 )
 from autotune.runtime.select import choose
-from autotune.ship import artifact_name, write_entry
+from autotune.ship import CACHE_SUFFIX, artifact_name, write_entry
 
 TORCH = torch.__version__
 
@@ -90,7 +90,7 @@ def test_a_file_of_one_entry_is_written_as_before_and_two_as_entries(tmp_path: P
 
 def test_the_same_machine_replaces_its_entry_and_its_old_artifacts(tmp_path: Path) -> None:
     path = tmp_path / "best.json"
-    stale = tmp_path / "best.old.cache.tar.gz"
+    stale = tmp_path / artifact_name(path, _entry("CPU A"), CACHE_SUFFIX)
     stale.write_bytes(b"x")
     cache = _artifact(stale)
     write_entry(path, _entry("CPU A", cache=cache))
@@ -225,3 +225,21 @@ def test_artifact_names_are_one_per_entry(tmp_path: Path) -> None:
     b = artifact_name(tmp_path / "best.json", _entry("NVIDIA H100 80GB HBM3"), ".pt2")
     assert a != b and a.startswith("best.intel-xeon-") and a.endswith(".pt2")
     assert "/" not in a and " " not in b
+
+
+def test_replacing_an_entry_keeps_another_best_config_files_artifacts(tmp_path: Path) -> None:
+    """Issue 56, item 8: the pattern for model.json's artifacts (STEM, any slug, a suffix) also
+    matched model.v2.cache.tar.gz, model.v2.json's cache, which was deleted."""
+    path = tmp_path / "model.json"
+    theirs = tmp_path / "model.v2.cache.tar.gz"
+    theirs.write_bytes(b"model.v2.json's cache")
+    write_entry(path, _entry("CPU A", cache=_artifact(theirs)))
+    ours = tmp_path / artifact_name(path, _entry("CPU B"), CACHE_SUFFIX)
+    ours.write_bytes(b"model.json's cache")
+    write_entry(path, _entry("CPU B", cache=_artifact(ours)))
+
+    write_entry(path, _entry("CPU A", layer=1))
+    write_entry(path, _entry("CPU B", layer=1))
+
+    assert theirs.read_bytes() == b"model.v2.json's cache"
+    assert not ours.exists()  # the name autotune gives CPU B's cache beside model.json
