@@ -13,7 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autotune.runtime._shape_rules import shapes_problems
+from autotune.runtime import _bounds
+from autotune.runtime._shape_rules import shapes_problems, warmup_problems
 
 COMPILE_KEYS = (
     "backend", "mode", "dynamic", "fullgraph", "options", "dynamo", "functorch", "scope",
@@ -157,6 +158,7 @@ def compile_problems(d: Any, where: str) -> list[str]:
     for key in ("options", "dynamo", "functorch"):
         if key in d:
             problems += _json_dict_problems(d[key], f"{where}.{key}")
+    problems += knob_bound_problems(d, where)
     if "scope" in d:
         problems += scope_problems(d["scope"], f"{where}.scope")
     if "precision" in d:
@@ -168,6 +170,19 @@ def compile_problems(d: Any, where: str) -> list[str]:
     if "shapes" in d and d["shapes"] != {}:  # empty: no plan
         problems += shapes_problems(d["shapes"], f"{where}.shapes")
     return problems
+
+
+def knob_bound_problems(d: Mapping[str, Any], where: str) -> list[str]:
+    """The numbers a compile config's knobs set outside their bounds (:mod:`._bounds`):
+    ``options`` are the backend's (Inductor's, or OpenVINO's), ``dynamo`` and ``functorch``
+    their layers'."""
+    backend = d.get("backend", "inductor")
+    layers = {"options": str(backend), "dynamo": "dynamo", "functorch": "functorch"}
+    return [
+        line
+        for key, layer in layers.items()
+        for line in _bounds.problems(d.get(key), layer, f"{where}.{key}")
+    ]
 
 
 def parts_problems(parts: Any, scope: Any, where: str) -> list[str]:
@@ -354,6 +369,9 @@ def best_problems(d: Any, where: str, schema_version: int) -> list[str]:
     problems += _metrics_problems(d.get("metrics", {}))
     for key in ("environment", "model", "workload", "source"):
         problems += _json_dict_problems(d.get(key, {}), key, values="tree")
+    workload = d.get("workload")
+    if isinstance(workload, Mapping) and "warmup" in workload:
+        problems += warmup_problems(workload["warmup"], "workload.warmup")
     if d.get("cache") is not None:
         problems += _artifact_problems(d["cache"], "cache")
     if d.get("aot") is not None:

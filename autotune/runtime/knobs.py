@@ -1,7 +1,7 @@
 """Torch's own knobs as the installed torch declares them: which exist, the type each declares,
-and whether a value fits it. One rule for both readers: :func:`autotune.apply` checks a
-best-config file with it, and :mod:`autotune.space` a space file (torch and the standard
-library only)."""
+whether a value fits it, and the bound of each number (:data:`BOUNDS`). One rule for both
+readers: :func:`autotune.apply` checks a best-config file with it, and :mod:`autotune.space` a
+space file (torch and the standard library only)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ from collections.abc import Collection
 from typing import Any
 
 from autotune.runtime import safety as _safety
+from autotune.runtime._bounds import BOUNDS
+from autotune.runtime._bounds import problem as bound_problem
 from autotune.runtime._compile_config import CompileConfig, ConfigError, UnsafeKnobError
+from autotune.runtime._schema import knob_bound_problems
 from autotune.runtime.safety import GEMM_BACKEND_LISTS, GEMM_BACKENDS, accepts, describe
 
 __all__ = [
-    "GEMM_BACKENDS", "GEMM_BACKEND_LISTS", "accepts", "check_config", "declared_type", "describe",
-    "known", "near", "torch_config", "wrong_type",
+    "BOUNDS", "GEMM_BACKENDS", "GEMM_BACKEND_LISTS", "accepts", "bound_problem", "check_config",
+    "declared_type", "describe", "known", "near", "torch_config", "wrong_type",
 ]  # fmt: skip
 
 
@@ -75,12 +78,14 @@ def near(layer: str, name: str) -> str | None:
 
 
 def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[str]) -> None:
-    """Raises :class:`ConfigError` when ``config`` does not fit the installed torch (unknown
-    Inductor, Dynamo or functorch knobs, values of the wrong type, an unknown backend), and
+    """Raises :class:`ConfigError` when ``config`` sets a number outside its bound (see
+    :mod:`autotune.runtime._bounds`) or does not fit the installed torch (unknown Inductor,
+    Dynamo or functorch knobs, values of the wrong type, an unknown backend), and
     :class:`UnsafeKnobError` when it sets knobs refused from data that ``allow_unsafe_knobs``
-    does not name."""
+    does not name. Nothing is compiled or allocated before it returns."""
     import torch
 
+    _raise_out_of_bounds(config)
     problems = _backend_problems(config.backend)
     if config.backend == "openvino":
         from autotune.runtime import openvino_backend as _openvino
@@ -106,6 +111,18 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
     for part in config.parts:  # each part's config is held to the same rules
         if part.config is not None:
             check_config(part.config, allow_unsafe_knobs)
+
+
+def _raise_out_of_bounds(config: CompileConfig) -> None:
+    """The schema's bounds, again: a config unpickled or changed in place skipped the check
+    its constructor makes."""
+    problems = knob_bound_problems(config.to_dict(), "config")
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(
+            f"config {config.config_hash()} sets numbers outside their bounds (each a size or "
+            f"count that reaches a thread pool, an allocation or generated code):\n{lines}"
+        )
 
 
 def _backend_problems(backend: str) -> list[str]:

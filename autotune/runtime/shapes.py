@@ -29,22 +29,36 @@ from typing import Any
 
 import torch
 
+from autotune.runtime._compile_config import ConfigError
 from autotune.runtime._shape_rules import (
     AUTO,
     EAGER_ABOVE,
+    MAX_WARMUP_CALLS,
     PAD_FLOOR,
     SHAPE_PLANS,
+    WARMUP_DTYPES,
     bucket,
+    call_problems,
     padding_problems,
     pads,
     shapes_problems,
+    warmup_problems,
 )
 
 __all__ = [
-    "AUTO", "EAGER_ABOVE", "PAD_FLOOR", "SHAPE_PLANS", "Call", "bucket", "call_spec", "cut",
-    "padding_problems", "pads", "plan_root", "plan_warmup", "planned", "shapes_problems",
-    "synthesized", "warm_up",
+    "AUTO", "EAGER_ABOVE", "MAX_WARMUP_CALLS", "PAD_FLOOR", "SHAPE_PLANS", "WARMUP_DTYPES",
+    "Call", "bucket", "call_spec", "cut", "padding_problems", "pads", "plan_root", "plan_warmup",
+    "planned", "shapes_problems", "synthesized", "warm_up", "warmup_problems",
 ]  # fmt: skip
+
+# The closed list of dtype names a warm-up may name, as this torch's dtypes, by the names
+# call_spec writes: a name read from a file is looked up here, never on the torch module.
+_DTYPES: dict[str, torch.dtype] = {
+    name: dtype
+    for dtype in vars(torch).values()
+    if isinstance(dtype, torch.dtype)
+    and (name := str(dtype).removeprefix("torch.")) in WARMUP_DTYPES
+}
 
 
 def planned(
@@ -125,8 +139,13 @@ def plan_root(model: torch.nn.Module, compiled: torch.nn.Module, shapes: Mapping
 
 def call_spec(args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """A call's inputs as data (each tensor's shape and dtype, None for anything else), from
-    which :func:`synthesized` makes a call of the same shapes for a warm-up."""
-    return {"args": [_spec(a) for a in args], "kwargs": {k: _spec(v) for k, v in kwargs.items()}}
+    which :func:`synthesized` makes a call of the same shapes for a warm-up. A call that the
+    warm-up rules refuse (a dtype outside their list, a shape past their caps) is written
+    without its tensors, so that a file holding it stays valid and the warm-up skips it."""
+    spec = {"args": [_spec(a) for a in args], "kwargs": {k: _spec(v) for k, v in kwargs.items()}}
+    if call_problems(spec, "call"):
+        return {"args": [None] * len(args), "kwargs": dict.fromkeys(kwargs)}
+    return spec
 
 
 @dataclass(frozen=True)
@@ -139,18 +158,21 @@ class Call:
 
 def synthesized(spec: Mapping[str, Any], device: str | torch.device) -> Call | None:
     """A call of :func:`call_spec`'s shapes, its tensors filled with ones (None when it holds
-    anything but tensors: such a call cannot be made from data)."""
-    values = [*spec.get("args", []), *dict(spec.get("kwargs", {})).values()]
-    if any(not isinstance(v, Mapping) for v in values):
+    anything but tensors: such a call cannot be made from data).
+
+    Raises:
+        ConfigError: ``spec`` breaks the warm-up rules (:func:`call_problems`: a dtype outside
+            their list, a shape past their caps); nothing is allocated.
+    """
+    problems = call_problems(spec, "warm-up call")
+    if problems:
+        raise ConfigError("invalid warm-up call:\n" + "\n".join(f"  - {p}" for p in problems))
+    values = [*spec.get("args", []), *spec.get("kwargs", {}).values()]
+    if any(v is None for v in values):
         return None
-
-    def make(v: Mapping[str, Any]) -> torch.Tensor:
-        dtype = getattr(torch, str(v["dtype"]))
-        return torch.ones([int(d) for d in v["shape"]], dtype=dtype, device=device)
-
     return Call(
-        tuple(make(v) for v in spec.get("args", [])),
-        {k: make(v) for k, v in dict(spec.get("kwargs", {})).items()},
+        tuple(_ones(v, device) for v in spec.get("args", [])),
+        {k: _ones(v, device) for k, v in spec.get("kwargs", {}).items()},
     )
 
 
@@ -192,6 +214,16 @@ def warm_up(model: torch.nn.Module, inputs: Any) -> tuple[int, float]:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
     return len(calls), time.perf_counter() - started
+
+
+def _ones(tensor: Mapping[str, Any], device: str | torch.device) -> torch.Tensor:
+    dtype = _DTYPES.get(tensor["dtype"])
+    if dtype is None:  # in the list, but this torch lacks it
+        raise ConfigError(
+            f"the warm-up dtype {tensor['dtype']!r} is not in torch {torch.__version__}; "
+            "upgrade torch, or warm up with the calls themselves (warmup=[inputs, ...])"
+        )
+    return torch.ones(list(tensor["shape"]), dtype=dtype, device=device)
 
 
 def _spec(value: Any) -> dict[str, Any] | None:

@@ -54,18 +54,6 @@ def sets_numerics_knob(config: CompileConfig, knobs: Iterable[str] = NUMERICS_KN
     return not present.isdisjoint(knobs)
 
 
-# Ranges Inductor/Dynamo/functorch accept without saying so: (low, high), None for unbounded.
-_BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    "inductor.triton.max_tiles": (1, 3),
-    "inductor.max_fusion_size": (1, None),
-    "inductor.cpp.max_horizontal_fusion_size": (0, None),
-    "inductor.cpp.min_chunk_size": (1, None),
-    "inductor.realize_opcount_threshold": (0, None),
-    "dynamo.recompile_limit": (1, None),
-    "dynamo.accumulated_recompile_limit": (1, None),
-    # The fraction of the activations the default partition saves: 0 recomputes all it can.
-    "functorch.activation_memory_budget": (0.0, 1.0),
-}
 _ONE_OF: dict[str, tuple[str, ...]] = {
     "inductor.cpp.enable_floating_point_contract_flag": ("off", "on", "fast"),
 }
@@ -83,6 +71,8 @@ _GPU_ONLY = frozenset(
     }
 )
 _CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+# Knobs that start threads or processes: more than this machine's CPUs oversubscribes them.
+_THREAD_KNOBS = ("inductor.cpp.threads", "inductor.compile_threads")
 _MAX_CHECKED = 4096
 
 
@@ -90,7 +80,8 @@ def knob_problems(knob: Knob, device: str, machine_checks: bool = True) -> list[
     """Every problem of one knob; ``machine_checks=False`` skips the checks of this CPU."""
     values = _checked_values(knob)
     if knob.layer in _levers.LAYERS:  # device checks only where the knob can be suggested
-        return _levers.problems(knob, device if machine_checks else "any")
+        found = _levers.problems(knob, device if machine_checks else "any")
+        return found or _bounds(knob.param, values)
     if knob.layer == "compile":
         if knob.range is not None:
             return [f"compile.{knob.name}: give a list of choices, not a range"]
@@ -98,7 +89,7 @@ def knob_problems(knob: Knob, device: str, machine_checks: bool = True) -> list[
     problems = _check_config(knob.layer, knob.name, values)
     if problems:
         return problems
-    problems = _bounds(knob.param, values) or _numerics(knob)
+    problems = _range_ends(knob, _bounds(knob.param, values)) or _numerics(knob)
     if knob.param == "inductor.cpp.simdlen" and machine_checks and device.startswith("cpu"):
         problems += _simdlen(values)
     return problems
@@ -119,9 +110,13 @@ def knob_notes(knob: Knob, device: str) -> list[str]:
     if not on_cpu and name.startswith("cpp."):
         return [f"inductor.{name} does nothing on {device} (it affects C++/CPU code only)"]
     cores = os.cpu_count() or 1
-    if name == "cpp.threads" and any(isinstance(v, int) and v > cores for v in knob.values()):
-        return [f"inductor.cpp.threads above this machine's {cores} CPUs oversubscribes them"]
+    if knob.param in _THREAD_KNOBS and any(_over(v, cores) for v in knob.values()):
+        return [f"{knob.param} above this machine's {cores} CPUs oversubscribes them"]
     return []
+
+
+def _over(value: Any, cores: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > cores
 
 
 def describe_knob(knob: Knob) -> tuple[str, Any]:
@@ -139,7 +134,8 @@ def value_problems(layer: str, name: str, value: Any) -> list[str]:
     if layer == "compile":
         return _check_compile(name, [value])
     if layer in _levers.LAYERS:
-        return _levers.problems(Knob(layer, name, (value,)), "any")
+        found = _levers.problems(Knob(layer, name, (value,)), "any")
+        return found or _bounds(f"{layer}.{name}", [value])
     return _check_config(layer, name, [value]) or _bounds(f"{layer}.{name}", [value])
 
 
@@ -147,6 +143,11 @@ def _checked_values(knob: Knob) -> list[Any]:
     if knob.range is not None and knob.count > _MAX_CHECKED:
         return [knob.range.low, knob.range.high]
     return knob.values()
+
+
+def _range_ends(knob: Knob, problems: list[str]) -> list[str]:
+    """A range's problems said of its first and last values outside the bound, not of each."""
+    return problems if knob.range is None or len(problems) <= 2 else [problems[0], problems[-1]]
 
 
 def _check_compile(name: str, values: list[Any]) -> list[str]:
@@ -199,12 +200,8 @@ def _check_config(layer: str, name: str, values: list[Any]) -> list[str]:
 
 
 def _bounds(param: str, values: list[Any]) -> list[str]:
-    if param == "inductor.cpp.threads":
-        return [
-            f"{param}: {v} is not a thread count; use -1 (all CPUs) or at least 1"
-            for v in values
-            if isinstance(v, int) and v < 1 and v != -1
-        ]
+    """The values outside ``param``'s bound (:data:`autotune.runtime.knobs.BOUNDS`, the same a
+    best-config file is held to), its closed list or its backend list."""
     if param in _ONE_OF:
         allowed = _ONE_OF[param]
         return [
@@ -214,13 +211,8 @@ def _bounds(param: str, values: list[Any]) -> list[str]:
         ]
     if param in _BACKEND_LISTS:
         return [p for v in values if isinstance(v, str) for p in _backend_list(param, v)]
-    low, high = _BOUNDS.get(param, (None, None))
-    return [
-        f"{param}: {v} is outside what the knob accepts ({_interval(low, high)})"
-        for v in values
-        if isinstance(v, (int, float))
-        and ((low is not None and v < low) or (high is not None and v > high))
-    ]
+    found = (torch_knobs.bound_problem(param, v) for v in values)
+    return [line for line in found if line is not None]
 
 
 def _backend_list(param: str, value: str) -> list[str]:
@@ -231,12 +223,6 @@ def _backend_list(param: str, value: str) -> list[str]:
         for name in names
         if name not in GEMM_BACKENDS
     ]
-
-
-def _interval(low: float | None, high: float | None) -> str:
-    if high is None:
-        return f"at least {low}"
-    return f"{low} to {high}"
 
 
 def _numerics(knob: Knob) -> list[str]:

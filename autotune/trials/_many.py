@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from autotune import measure
-from autotune.runtime.shapes import call_spec
+from autotune.runtime.shapes import MAX_WARMUP_CALLS, call_spec
 from autotune.trials._spec import TrialSpec
 from autotune.workload import Call, describe_calls
 
@@ -31,12 +31,15 @@ def record_traffic(
 
 def warmup_specs(calls: list[Call]) -> list[dict[str, Any]]:
     """The distinct shapes of the calls, as data: what ``autotune.apply(...,
-    warmup="plan")`` compiles before the first request (every shape the study measured)."""
+    warmup="plan")`` compiles before the first request (every shape the study measured, up
+    to the :data:`MAX_WARMUP_CALLS` a best-config file holds)."""
     specs: list[dict[str, Any]] = []
     for call in calls:
         spec = call_spec(call.args, call.kwargs)
         if spec not in specs:
             specs.append(spec)
+        if len(specs) == MAX_WARMUP_CALLS:
+            break
     return specs
 
 
