@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autotune.space._file import SpaceError, builtin_descriptions, builtin_names
-from autotune.space._knob import Knob, Range
+from autotune.space._knob import Knob, OutOfSpaceError, Range
 from autotune.space._meanings import knob_meanings
 from autotune.space._presets import Preset, offers
 from autotune.space._space import (
@@ -25,6 +25,7 @@ __all__ = [
     "sets_numerics_knob",
     "space_from_dict",
     "Knob",
+    "OutOfSpaceError",
     "Preset",
     "Range",
     "SearchSpace",

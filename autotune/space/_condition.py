@@ -5,12 +5,15 @@ whitelist of node types, so a space file can never run code. It may use knob nam
 (``compile.mode``, ``inductor.freezing``), the context names of :data:`CONTEXT_NAMES`, literals
 (strings, numbers, ``true``/``false``, ``none``, lists), ``==``, ``!=``, ``<``, ``<=``, ``>``,
 ``>=``, ``in``, ``not in``, ``and``, ``or``, ``not`` and parentheses. A knob that is not suggested
-reads as ``none``.
+reads as ``none``. A condition holds at most :data:`MAX_LENGTH` characters and nests at most
+:data:`MAX_DEPTH` expressions deep, so that no walk of it (checking, evaluating, printing)
+outgrows the interpreter's stack.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +35,12 @@ SYNTAX = (
     "cuda_capability, accuracy_contract, padding, literals, ==, !=, <, <=, >, >=, in, not in, "
     "and, or, not and parentheses"
 )
+# Far deeper than any condition a person writes (``a.b.c == 1 and not d`` nests 5 deep), far
+# shallower than the interpreter's recursion limit for the walks that recurse.
+MAX_DEPTH = 100
+# Far longer than any condition a person writes; a longer one takes seconds to parse, in every
+# process that reads the space.
+MAX_LENGTH = 10_000
 _LITERAL_NAMES = {"true": True, "false": False, "none": None, "True": True, "False": False}
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
@@ -56,6 +65,7 @@ class Condition:
     text: str
     tree: ast.expr = field(compare=False, repr=False)
     names: frozenset[str] = frozenset()
+    nodes: int = field(default=1, compare=False)  # the tree's size: what evaluating it costs
 
     def evaluate(self, env: Mapping[str, Any]) -> bool:
         """True when the condition holds; names missing from ``env`` read as ``none``."""
@@ -70,21 +80,48 @@ class Condition:
                     yield from _pair(left, op, right)
 
 
+@functools.lru_cache(maxsize=1024)
 def parse(text: str) -> Condition:
-    """Parses a condition.
+    """Parses a condition (each text once: validating and counting a space read its
+    conditions several times).
 
     Raises:
         ConditionError: Bad syntax, or a construct outside the condition language.
     """
+    if len(text) > MAX_LENGTH:
+        raise ConditionError(
+            f"it is {len(text):,} characters long, but a condition may be at most "
+            f"{MAX_LENGTH:,}; read fewer knobs, or list the values compared in one `in [...]`"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise ConditionError(f"it is not valid syntax ({exc.msg}); {SYNTAX}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ConditionError(f"it cannot be read ({exc}); {SYNTAX}") from None
+    depth, nodes = _shape(tree)
+    if depth > MAX_DEPTH:
+        raise ConditionError(
+            f"it nests {depth} expressions deep (not, and, or, comparisons, dotted names), but "
+            f"a condition may nest at most {MAX_DEPTH}; write it flatter (`not not x` is `x`)"
+        )
     names: set[str] = set()
     _check(tree, names)
-    return Condition(text=text, tree=tree, names=frozenset(names))
+    return Condition(text=text, tree=tree, names=frozenset(names), nodes=nodes)
+
+
+def _shape(tree: ast.AST) -> tuple[int, int]:
+    """How deep expressions nest in the tree, and how many nodes it holds, measured without
+    recursion: the parser builds trees deeper than the walks below (and :func:`ast.unparse`)
+    can recurse."""
+    deepest, nodes = 0, 0
+    todo = [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest, nodes = max(deepest, depth), nodes + 1
+        for child in ast.iter_child_nodes(node):
+            todo.append((child, depth + isinstance(child, ast.expr)))
+    return deepest, nodes
 
 
 def _check(node: ast.expr, names: set[str]) -> None:
@@ -109,7 +146,7 @@ def _check(node: ast.expr, names: set[str]) -> None:
         if name not in _LITERAL_NAMES:
             names.add(str(name))
     else:
-        raise ConditionError(f"`{ast.unparse(node)}` is not allowed; {SYNTAX}")
+        raise ConditionError(f"`{_shown(node)}` is not allowed; {SYNTAX}")
 
 
 def _literal(node: ast.expr) -> Any:
@@ -120,17 +157,23 @@ def _literal(node: ast.expr) -> Any:
     name = _dotted(node)
     if name in _LITERAL_NAMES:
         return _LITERAL_NAMES[name]
-    raise ConditionError(f"`{ast.unparse(node)}` is not a literal; lists hold literals only")
+    raise ConditionError(f"`{_shown(node)}` is not a literal; lists hold literals only")
+
+
+def _shown(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
 
 
 def _dotted(node: ast.expr) -> str | None:
     """``compile.mode`` for ``Attribute(Name('compile'), 'mode')``; None for anything else."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
 def _value(node: ast.expr, env: Mapping[str, Any]) -> Any:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from autotune.space import _condition
 from autotune.space._condition import CONTEXT_NAMES, Condition
+from autotune.space._file import SpaceError
 from autotune.space._knob import Knob, did_you_mean
 from autotune.space._validate import value_problems
 
@@ -21,12 +24,23 @@ CONTEXT_VALUES: dict[str, tuple[Any, ...]] = {
     "padding": (True, False),
 }
 MAX_CONTROLLER_VALUES = 10_000
+# Counting the space (its size, and each worker's check that it is spent) keeps apart every
+# combination of the knobs that conditions still read, step by step: without these bounds a
+# space of 30 booleans that one condition reads passes validation and counts for days.
+MAX_CONDITION_COMBINATIONS = MAX_CONTROLLER_VALUES
+MAX_COUNT_STEPS = 5_000_000
+# A step of the count reads a name (about 0.15 us on a 2-core EPYC); measured in steps, a
+# combination costs 16 besides the names it reads (its environment), and evaluating a node of
+# a condition 3.
+_COMBINATION_STEPS = 16
+_NODE_STEPS = 3
 # Inductor knobs and compile.mode mean nothing to another backend: with a backend choice they
 # are suggested only when the backend is inductor.
 _INDUCTOR_ONLY = _condition.parse("compile.backend == 'inductor'")
 # A backend's own options mean something to that backend only.
 _OPENVINO_ONLY = _condition.parse("compile.backend == 'openvino'")
-_Memo = dict[tuple[int, frozenset[tuple[str, Any]]], int]
+# A combination the count keeps apart: the values of the knobs it keeps, in their order.
+_State = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -53,34 +67,125 @@ class Plan:
                 values[knob.param] = env[knob.param] = value
         return values
 
+    def reads(self, knob: Knob) -> frozenset[str]:
+        """The knobs of the plan that the conditions of ``knob`` read."""
+        names = {n for c in self.conditions[knob.param] for n in c.names}
+        return frozenset(names & self.controllers)
+
+    def width(self, param: str) -> int:
+        """How many values a count tells apart for a knob: its own, and none where a condition
+        may switch it off."""
+        return self._by_param[param].count + bool(self.conditions[param])
+
+    @cached_property
+    def kept(self) -> tuple[tuple[str, ...], ...]:
+        """For each step of the count (one per knob, in order, then the end): the knobs placed
+        before it that a condition of its knob or of a later one reads."""
+        wanted: list[frozenset[str]] = []
+        for knob in reversed(self.order):
+            wanted.insert(0, self.reads(knob) | (wanted[0] if wanted else frozenset()))
+        placed = [k.param for k in self.order]
+        return (*(tuple(p for p in placed[:i] if p in w) for i, w in enumerate(wanted)), ())
+
+    @cached_property
+    def steps(self) -> tuple[int, ...]:
+        """What each knob's step of :meth:`count` may cost at most: for every combination of
+        the knobs it keeps apart, its conditions evaluated, then each value it may take (a
+        knob no condition reads is taken as one) filed under the combinations of the next."""
+        found = []
+        for i, knob in enumerate(self.order):
+            combinations = math.prod(self.width(p) for p in self.kept[i])
+            branches = knob.count if knob.param in self.controllers else 1
+            nodes = sum(c.nodes for c in self.conditions[knob.param])
+            reads = (
+                len(self.kept[i]) + _NODE_STEPS * nodes + branches * (1 + len(self.kept[i + 1]))
+            )
+            each = _COMBINATION_STEPS + reads
+            found.append(combinations * each)
+        return tuple(found)
+
+    @cached_property
+    def cost_problems(self) -> tuple[str, ...]:
+        """Why counting this plan would take too long (see :data:`MAX_COUNT_STEPS`); empty
+        when it is bounded."""
+        wide = tuple(p for p in map(self._wide_condition, self.order) if p)
+        if wide or sum(self.steps) <= MAX_COUNT_STEPS:
+            return wide
+        i = max(range(len(self.order)), key=self.steps.__getitem__)
+        kept = self.kept[i]
+        apart = (
+            f", which keeps apart the {math.prod(map(self.width, kept)):,} combinations of the "
+            f"knobs that its conditions and those of later knobs read ({_listed(kept)})"
+            if kept
+            else ""
+        )
+        return (
+            f"{self.order[i].param}: counting the space's configurations would take about "
+            f"{sum(self.steps):,} steps, more than the {MAX_COUNT_STEPS:,} allowed, most of "
+            f"them at this knob{apart}; read fewer knobs in conditions, or list each knob right "
+            "after the knobs its condition reads",
+        )
+
     def count(self, context: Mapping[str, Any], leave: Set[str] = frozenset()) -> int:
         """How many distinct assignments of the active knobs the space holds, the knobs named
-        in ``leave`` (by param) left to torch: each counts once, as an inactive knob does."""
-        needed = [set[str]() for _ in range(len(self.order) + 1)]
-        for i in range(len(self.order) - 1, -1, -1):
-            knob = self.order[i]
-            reads = {n for c in self.conditions[knob.param] for n in c.names}
-            needed[i] = needed[i + 1] | (reads & self.controllers)
-        return self._count(0, dict(context), needed, {}, leave)
+        in ``leave`` (by param) left to torch: each counts once, as an inactive knob does.
 
-    def _count(
-        self, i: int, env: dict[str, Any], needed: list[set[str]], memo: _Memo, leave: Set[str]
-    ) -> int:
-        if i == len(self.order):
-            return 1
-        key = (i, frozenset((n, _hashable(env.get(n))) for n in needed[i]))
-        if key not in memo:
-            knob = self.order[i]
-            if knob.param in leave or not self.active(knob, env):
-                memo[key] = self._count(i + 1, {**env, knob.param: None}, needed, memo, leave)
-            elif knob.param in self.controllers:
-                memo[key] = sum(
-                    self._count(i + 1, {**env, knob.param: v}, needed, memo, leave)
-                    for v in knob.values()
-                )
-            else:
-                memo[key] = knob.count * self._count(i + 1, env, needed, memo, leave)
-        return memo[key]
+        Raises:
+            SpaceError: Counting would take too long (a space validation did not see).
+        """
+        if self.cost_problems:
+            raise SpaceError(f"The search space cannot be counted: {self.cost_problems[0]}")
+        ways: dict[_State, int] = {(): 1}
+        for i in range(len(self.order)):
+            ways = self._step(i, ways, context, leave)
+        return sum(ways.values())
+
+    def _step(
+        self, i: int, ways: dict[_State, int], context: Mapping[str, Any], leave: Set[str]
+    ) -> dict[_State, int]:
+        """The ways of the count after the knob at ``i``, by the values of the knobs kept next."""
+        knob, kept, after = self.order[i], self.kept[i], self.kept[i + 1]
+        out: dict[_State, int] = {}
+        for state, count in ways.items():
+            env = {**context, **dict(zip(kept, state, strict=True))}
+            for value, times in self._values(knob, env, leave):
+                env[knob.param] = value
+                key = tuple(env[p] for p in after)
+                out[key] = out.get(key, 0) + count * times
+        return out
+
+    def _values(
+        self, knob: Knob, env: Mapping[str, Any], leave: Set[str]
+    ) -> list[tuple[Any, int]]:
+        """``(value, how many values read as it)`` of the knob under ``env``: None once where
+        it is left or inactive, each value where a condition reads it, else all as one."""
+        if knob.param in leave or not self.active(knob, env):
+            return [(None, 1)]
+        if knob.param in self.controllers:
+            return self._each_value[knob.param]
+        return [(None, knob.count)]
+
+    def _wide_condition(self, knob: Knob) -> str:
+        reads = sorted(self.reads(knob))
+        combinations = math.prod(map(self.width, reads))
+        if combinations <= MAX_CONDITION_COMBINATIONS:
+            return ""
+        return (
+            f"{knob.param}: its conditions read {len(reads)} knobs ({_listed(reads)}), whose "
+            f"values combine in {combinations:,} ways (a knob that a condition may switch off "
+            "also reads as none), but a condition may read at most "
+            f"{MAX_CONDITION_COMBINATIONS:,} combinations, since counting the space's "
+            "configurations visits each; read fewer knobs, or knobs with fewer values, or split "
+            "the condition between knobs"
+        )
+
+    @cached_property
+    def _by_param(self) -> dict[str, Knob]:
+        return {k.param: k for k in self.order}
+
+    @cached_property
+    def _each_value(self) -> dict[str, list[tuple[Any, int]]]:
+        return {p: [(v, 1) for v in self._by_param[p].values()] for p in self.controllers}
 
 
 def make_plan(knobs: Sequence[Knob]) -> Plan:
@@ -94,8 +199,9 @@ def make_plan(knobs: Sequence[Knob]) -> Plan:
 
 
 def condition_problems(knobs: Sequence[Knob], broken: Set[str] = frozenset()) -> list[str]:
-    """Unknown names, literals no knob can take, cycles and oversized controllers; names of
-    ``broken`` knobs (refused for another reason) are not checked again."""
+    """Unknown names, literals no knob can take, cycles, oversized controllers and conditions
+    that would make counting the space too long; names of ``broken`` knobs (refused for
+    another reason) are not checked again."""
     by_param = {k.param: k for k in knobs if k.param not in broken}
     problems: list[str] = []
     for knob in knobs:
@@ -110,12 +216,28 @@ def condition_problems(knobs: Sequence[Knob], broken: Set[str] = frozenset()) ->
     if cycle:
         return [f"the conditions of {' -> '.join(cycle)} depend on each other in a cycle"]
     controllers = {n for names in plan_reads.values() for n in names}
-    return [
+    oversized = [
         f"{p}: a knob that conditions read may hold at most {MAX_CONTROLLER_VALUES} values, "
         f"but holds {by_param[p].count}; narrow it or use choices"
         for p in sorted(controllers)
         if by_param[p].count > MAX_CONTROLLER_VALUES
     ]
+    return oversized or _cost_problems(knobs)
+
+
+def _cost_problems(knobs: Sequence[Knob]) -> list[str]:
+    """Why counting a space of ``knobs`` would take too long: with all of them, or without
+    the [numerics] or [precision] knobs, which a study may leave out (and the rest may then
+    count in another order)."""
+    for numerics, precision in ((True, True), (False, True), (True, False), (False, False)):
+        kept = [
+            k for k in knobs
+            if (numerics or not k.numerics) and (precision or k.layer != "precision")
+        ]  # fmt: skip
+        found = make_plan(kept).cost_problems
+        if found:
+            return list(found)
+    return []
 
 
 def static_value(knob: Knob, context: Mapping[str, Any]) -> bool | None:
@@ -221,5 +343,6 @@ def _find_cycle(reads: Mapping[str, set[str]]) -> list[str]:
     return []
 
 
-def _hashable(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+def _listed(params: Sequence[str], most: int = 4) -> str:
+    shown = ", ".join(params[:most])
+    return shown if len(params) <= most else f"{shown} and {len(params) - most} more"

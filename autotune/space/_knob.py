@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from autotune.space import _condition, _types
+from autotune.space._file import SpaceError
 
 if TYPE_CHECKING:
     import optuna
@@ -44,6 +45,21 @@ class Range:
     def normalize(self, value: float) -> int | float:
         """The grid value as written: ints stay ints, floats lose their rounding noise."""
         return int(value) if self.is_int else float(f"{value:.12g}")
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` is one of the range's values, of its type (an integer range holds
+        integers only, a float range floats only)."""
+        if not _is_number(value) or isinstance(value, int) != self.is_int:
+            return False
+        if not self.low <= value <= self.high:
+            return False
+        spans = (value - self.low) / self.step
+        return math.isclose(spans, round(spans), abs_tol=1e-9)
+
+
+class OutOfSpaceError(SpaceError):
+    """A trial fixes a knob to a value the space does not offer: a queued or stored trial
+    (Optuna takes a fixed value outside a range with a warning only). That trial fails."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +98,31 @@ class Knob:
     def first(self) -> Any:
         return self.range.low if self.range is not None else self.choices[0]
 
+    def offers(self, value: Any) -> bool:
+        """Whether ``value`` is one of the knob's values, type included (``True`` is not
+        ``1``)."""
+        if self.range is not None:
+            return self.range.holds(value)
+        return any(v == value and type(v) is type(value) for v in self.choices)
+
     def draw(self, trial: optuna.Trial) -> Any:
-        """Suggests the knob's value through ``trial`` (a fixed knob is not an Optuna param)."""
+        """Suggests the knob's value through ``trial`` (a fixed knob is not an Optuna param).
+
+        Raises:
+            OutOfSpaceError: The trial fixes a value the knob does not offer.
+        """
         if self.count == 1:
             return self.first()
+        try:
+            value = self._suggest(trial)
+        except (ValueError, OverflowError) as exc:  # Optuna refuses the fixed value
+            refused = str(exc).rstrip(".")
+            raise OutOfSpaceError(self._outside(f"a value Optuna refuses ({refused})")) from None
+        if not self.offers(value):
+            raise OutOfSpaceError(self._outside(f"{value!r}"))
+        return value
+
+    def _suggest(self, trial: optuna.Trial) -> Any:
         r = self.range
         if r is None:
             return trial.suggest_categorical(self.param, list(self.choices))
@@ -94,6 +131,19 @@ class Knob:
                 self.param, int(r.low), int(r.high), step=int(r.step), log=r.log
             )
         return r.normalize(trial.suggest_float(self.param, r.low, r.high, step=r.step))
+
+    def _outside(self, what: str) -> str:
+        if self.range is not None:
+            r = self.range
+            offered = f"the range low={r.low}, high={r.high}, step={r.step}"
+        else:
+            shown = ", ".join(map(repr, self.choices[:8])) + (", ..." if self.count > 8 else "")
+            offered = f"the choices {shown}"
+        return (
+            f"{self.param}: the trial fixes {what}, but this space offers {offered} only; a "
+            "trial queued or stored with a value outside the space cannot be measured, so it "
+            "fails: queue values the space offers (`autotune spaces --show` lists them)"
+        )
 
     def from_param(self, value: Any) -> Any:
         """A value recorded by Optuna, as :meth:`draw` returned it."""
@@ -228,7 +278,8 @@ def _when_problems(where: str, when: Any) -> list[str]:
     try:
         _condition.parse(when)
     except _condition.ConditionError as exc:
-        return [f"{where}: when = {when!r} cannot be used: {exc}"]
+        shown = repr(when) if len(when) <= 80 else f"{when[:60]!r}... ({len(when):,} characters)"
+        return [f"{where}: when = {shown} cannot be used: {exc}"]
     return []
 
 

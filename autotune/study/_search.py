@@ -118,13 +118,6 @@ class Search:
             return
         enqueue_missing_baselines(self.session)
         enqueue_presets(self.session)
-        if self.request.start_from is not None:
-            s = self.session
-            scope = SCOPE_PARAM if s.settings.scope == "search" else None
-            s.db(
-                start_from_earlier, s.study, s.space, s.settings, scope, self.request.start_from,
-                self.request.storage, self.events.on_note,
-            )  # fmt: skip
         early: optuna.Trial | None = None  # a search trial asked before the scope plan is known
         try:
             # Baselines, presets, then the winners combined: before the scope probes.
@@ -135,6 +128,7 @@ class Search:
                 if failed:
                     self.events.note_once(failed)  # said before the probes it announces
                 self.trials.plan = settle_scope_plan(self.session, self.runners[0], self.deadline)
+                self._start_from()  # once the scope candidates are known
         except BaseException as exc:
             if early is not None:
                 self.session.fail(early)
@@ -152,6 +146,18 @@ class Search:
             self._work(self.runners[0])
         else:
             self._work_in_parallel()
+
+    def _start_from(self) -> None:
+        """Queues the earlier study's best configurations (``--start-from``), checked against
+        this study's space and scope candidates."""
+        if self.request.start_from is None:
+            return
+        s = self.session
+        scope = SCOPE_PARAM if s.settings.scope == "search" else None
+        s.db(
+            start_from_earlier, s.study, s.space, s.settings, scope, self.request.start_from,
+            self.request.storage, self.events.on_note,
+        )  # fmt: skip
 
     def _work(self, runner: TrialRunner) -> None:
         """One job: takes trials until the budget, the timeout or the space runs out."""

@@ -18,7 +18,7 @@ from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.scope import ScopePlan
-from autotune.space import SearchSpace
+from autotune.space import OutOfSpaceError, SearchSpace
 from autotune.storage import (
     ADAPTIVE_FLOOR_S,
     BASELINE_ATTR,
@@ -98,8 +98,9 @@ class TrialPath:
             )
 
     def _measure(self, trial: optuna.Trial, runner: TrialRunner) -> TrialRecord | None:
-        """The trial's record, or None when it must not count: the run was stopped, or the
-        timeout cut its compile budget short (a ``timeout`` then says nothing of the config)."""
+        """The trial's record, or None when it must not count: the run was stopped, the
+        timeout cut its compile budget short (a ``timeout`` then says nothing of the config), or
+        the trial was queued (or stored) with a value the space does not offer."""
         s = self.session
         baseline = trial.user_attrs.get(BASELINE_ATTR)
         try:
@@ -119,6 +120,9 @@ class TrialPath:
                 f"trial {trial.number} was failed by another process while this one could not "
                 "reach the database; it is left to the retry that process queued"
             )
+            return None
+        except OutOfSpaceError as exc:  # a queued or stored trial's value: that trial fails
+            self.events.on_note(f"trial {trial.number} fails: {exc}")
             return None
         borrowed = trial.user_attrs.get(START_FROM_ATTR)
         self.events.on_phase("trial", f"#{trial.number} {_label(trial)}{_brief(config)}")

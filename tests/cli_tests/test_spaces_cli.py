@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+from space_tests.wide import reader_of, wide_toml
 
 from autotune.cli import build_parser, main, parse
 from autotune.cli.search import search_options
@@ -98,3 +102,19 @@ def test_a_space_file_named_after_a_device_is_checked_for_it(capsys, path):
     assert f"(space '{device}' on {device}, torch " in capsys.readouterr().out
     assert main(["spaces", "--check", str(root / path), "--device", "cpu"]) == 0
     assert "on cpu, torch " in capsys.readouterr().out  # --device still decides
+
+
+def test_check_refuses_a_space_too_costly_to_count_in_one_paragraph(tmp_path):
+    """Issue 56: a condition reading 31 booleans passed --check's validation, and counting
+    its configurations ran for days; run in a process of its own, so a hang is a timeout."""
+    path = tmp_path / "wide.toml"
+    path.write_text(wide_toml(31))
+    cmd = [sys.executable, "-m", "autotune.cli", "spaces", "--check", str(path), "--device", "cpu"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 2 and "ok:" not in done.stdout
+    assert done.stderr.startswith("autotune: error: The search space ")
+    assert "Traceback" not in done.stderr
+    (problem,) = [line for line in done.stderr.splitlines() if line.startswith("  - ")]
+    assert problem.startswith(f"  - {reader_of(31)}: its conditions read 31 knobs")
+    assert "read fewer knobs" in problem

@@ -4,7 +4,9 @@ huge integers, deep brackets, bad bytes), and random bytes.
 
 Every strategy draws from documents the readers accept today (the built-in spaces, the study
 files in ``studies/``, best configs written by the real API), so most inputs are near misses
-that reach the deep rules rather than the parser's first refusal.
+that reach the deep rules rather than the parser's first refusal. Spaces also start from
+conditions nested thousands of levels deep and from conditions that read 30 and more knobs,
+which the space reader must refuse rather than recurse through or count.
 """
 
 from __future__ import annotations
@@ -447,8 +449,48 @@ SPACE_DOCUMENTS = _toml_documents(
     },
     {"inductor": {"debug": [False, True]}, "unsafe": {"knobs": ["inductor.debug"]}},
 ]
-_SPACE_VALUES = values_of(SPACE_KEY, SPACE_WORDS, none=False)
-SPACE_DOCS = mutated(st.sampled_from(SPACE_DOCUMENTS), _SPACE_VALUES, SPACE_KEY, max_steps=5)
+
+
+def _nested_condition(prefix: str, depth: int, core: str) -> str:
+    """``core`` under ``depth`` repeats of ``prefix``, closed where the prefix opens a bracket."""
+    return prefix * depth + core + ")" * (depth * prefix.count("("))
+
+
+# Conditions nested past what the checks may recurse through (1,000 to 5,000 levels of not,
+# dotted names, parentheses; the longest also past the length a condition may have), built
+# when drawn like the long tokens.
+DEEP_CONDITIONS = st.builds(
+    _nested_condition,
+    st.sampled_from(["not ", "a.", "(", "not (", "(device == 'cpu' and ", "-", "[", "x == ("]),
+    st.sampled_from([1_000, 1_500, 2_499, 5_000]),
+    st.sampled_from(["device", "inductor.freezing", "x == 1", "device == 'cpu'", "1"]),
+)
+
+
+def wide_document(reads: int, joiner: str, negated: bool) -> dict[str, Any]:
+    """``reads`` boolean knobs and one more whose condition reads them all: their values
+    combine in ``2**reads`` ways, more than counting a space may visit."""
+    from space_tests.wide import bool_knobs
+
+    *read, last = bool_knobs(reads + 1)
+    inductor: dict[str, Any] = {name: [False, True] for name in read}
+    terms = (f"{'not ' * negated}inductor.{name}" for name in read)
+    inductor[last] = {"choices": [False, True], "when": joiner.join(terms)}
+    return {"name": f"wide{reads}", "inductor": inductor}
+
+
+# Conditions over 30 and more knobs, built when drawn (the names come from the installed torch).
+WIDE_DOCUMENTS = st.builds(
+    wide_document, st.sampled_from([14, 30, 31, 40]), st.sampled_from([" or ", " and "]),
+    st.booleans(),
+)  # fmt: skip
+_CONDITION_DOCUMENTS = st.builds(
+    lambda when: {"inductor": {"freezing": {"choices": [False, True], "when": when}}},
+    DEEP_CONDITIONS,
+)
+_SPACE_VALUES = values_of(SPACE_KEY, SPACE_WORDS, none=False, extra=DEEP_CONDITIONS)
+_SPACE_BASES = st.one_of(st.sampled_from(SPACE_DOCUMENTS), _CONDITION_DOCUMENTS, WIDE_DOCUMENTS)
+SPACE_DOCS = mutated(_SPACE_BASES, _SPACE_VALUES, SPACE_KEY, max_steps=5)
 
 
 def _as_table(value: Any) -> dict[str, Any]:
@@ -461,10 +503,9 @@ def space_cases() -> st.SearchStrategy[tuple[str, dict[str, bytes], Any, str, bo
     files in the current folder."""
     toml = file_bytes(SPACE_DOCS, toml_text, TOML_TOKENS)
     files = st.fixed_dictionaries({"space.toml": toml}, optional={"base.toml": toml})
-    stored = values_of(SPACE_KEY, SPACE_WORDS)  # a stored space is JSON: it may hold null
-    objects = st.one_of(
-        SPACE_DOCS, mutated(st.sampled_from(SPACE_DOCUMENTS), stored, SPACE_KEY)
-    ).map(_as_table)  # a stored space is a JSON object: its settings row is checked first
+    stored = values_of(SPACE_KEY, SPACE_WORDS, extra=DEEP_CONDITIONS)  # JSON: it may hold null
+    # a stored space is a JSON object: its settings row is checked first
+    objects = st.one_of(SPACE_DOCS, mutated(_SPACE_BASES, stored, SPACE_KEY)).map(_as_table)
     return st.tuples(
         st.sampled_from(("file", "dict")),
         files,

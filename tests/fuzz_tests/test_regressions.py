@@ -15,6 +15,7 @@ import autotune
 from autotune.cli import build_parser, parse
 from autotune.runtime.config import BestConfig, CompileConfig, ConfigError, ConfigFile
 from autotune.space import SpaceError, load_space, space_from_dict
+from fuzz_tests import strategies
 from fuzz_tests.strategies import BEST_DOCUMENTS
 
 # --- the best-config reader ---
@@ -143,6 +144,36 @@ def test_a_range_of_more_than_a_million_values_is_refused_at_once(tmp_path, tabl
     with pytest.raises(SpaceError, match="a range holds at most 1,000,000 values"):
         load_space(str(_space(tmp_path, text)), "cpu")
     assert time.perf_counter() - started < 10
+
+
+@pytest.mark.parametrize(
+    ("when", "why"),
+    [
+        ("not " * 1500 + "device", "it nests 1501 expressions deep"),  # RecursionError in _check
+        ("a." * 1500 + "b == 1", "it nests 1502 expressions deep"),  # RecursionError in _dotted
+        ("-" * 2000 + "1", "it nests 2001 expressions deep"),  # RecursionError in ast.unparse
+        ("not " * 5000 + "device", "it is 20,006 characters long"),
+    ],
+)
+def test_a_condition_nested_thousands_deep_is_a_space_error(tmp_path, when, why):
+    text = f'[inductor]\nfreezing = {{ choices = [false, true], when = "{when}" }}\n'
+    raw = {"inductor": {"freezing": {"choices": [False, True], "when": when}}}
+
+    with pytest.raises(SpaceError, match="inductor.freezing: when = ") as info:
+        load_space(str(_space(tmp_path, text)), "cpu")
+    assert why in str(info.value)
+    with pytest.raises(SpaceError, match="inductor.freezing: when = ") as info:
+        space_from_dict(raw, "cpu")
+    assert why in str(info.value)
+
+
+def test_a_condition_over_31_knobs_is_refused_before_the_space_is_counted():
+    """Its 2**31 combinations passed validation; the size each reader computes next, and each
+    worker's check that the space is spent, ran for days (10**9 memo entries)."""
+    wide = strategies.wide_document(31, " or ", negated=False)
+
+    with pytest.raises(SpaceError, match=r"its conditions read 31 knobs .* 2,147,483,648 ways"):
+        space_from_dict(wide, "cpu")
 
 
 def test_a_stored_space_with_an_integer_past_a_float_is_a_space_error():

@@ -3,6 +3,9 @@ and objective match, the sampler is told its results (which count and report as 
 
 from __future__ import annotations
 
+import warnings
+
+import optuna
 import pytest
 import scripted
 import torch
@@ -10,10 +13,11 @@ import torch
 from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.reports._standing import standing
-from autotune.space import load_space
+from autotune.scope import SCOPE_PARAM
+from autotune.space import load_space, offers
 from autotune.storage import StudySettings
 from autotune.storage._attrs import PRIOR_ATTR, START_FROM_ATTR
-from autotune.study import Search, SearchRequest, StartFrom
+from autotune.study import Ended, Search, SearchRequest, StartFrom
 from autotune.trials import TrialResult, TrialSpec
 
 FASTEST = {"fullgraph": True, "dynamic": False}
@@ -36,12 +40,15 @@ class Table:
         pass
 
 
-def _request(tmp_path, model_file, space_file, study, trials, space="aot_eager_16", **more):
-    loaded = load_space(space_file(space), "cpu")
+def _request(
+    tmp_path, model_file, space_file, study, trials, space="aot_eager_16", model="tiny",
+    scope="whole", scope_plan=None, **more,
+):  # fmt: skip
+    loaded = load_space(space if space.endswith(".toml") else space_file(space), "cpu")
     settings = StudySettings(
-        model_path=model_file("tiny"), device="cpu", space=loaded.to_dict(),
-        space_hash=loaded.content_hash(), torch_version=torch.__version__, scope="whole",
-        trials=trials, seed=1,
+        model_path=model_file(model), device="cpu", space=loaded.to_dict(),
+        space_hash=loaded.content_hash(), torch_version=torch.__version__, scope=scope,
+        scope_plan=scope_plan, trials=trials, seed=1,
     )  # fmt: skip
     return SearchRequest(study, f"sqlite:///{tmp_path}/t.db", settings, **more)
 
@@ -95,3 +102,137 @@ def test_an_unknown_study_is_refused(tmp_path, model_file, space_file):
                        start_from=StartFrom("missing"))  # fmt: skip
     with pytest.raises(UsageError, match="there is no study 'missing'"):
         Search(request, Table()).run()
+
+
+def _scoped(tmp_path, model_file, space_file, study, trials, **more):
+    return _request(tmp_path, model_file, space_file, study, trials, model="scope_mixed",
+                    scope="search", **more)  # fmt: skip
+
+
+def _plan(study: str, tmp_path, rename: str = "") -> dict:
+    """The scope plan study ``study`` probed, its candidates renamed by ``rename``: the plan
+    of a model whose parts are called otherwise."""
+    plan = RecordStore(f"sqlite:///{tmp_path}/t.db").study_settings(study)["scope_plan"]
+    for candidate in plan["candidates"]:
+        candidate["name"] += rename
+    return plan
+
+
+def _borrowed(search: Search) -> list[optuna.trial.FrozenTrial]:
+    trials = search.session.study.get_trials()
+    return [
+        t for t in trials if START_FROM_ATTR in t.user_attrs and PRIOR_ATTR not in t.user_attrs
+    ]
+
+
+def test_a_scope_outside_this_studys_candidates_is_left_to_the_sampler(
+    tmp_path, model_file, space_file
+):
+    """Issue 56: the earlier study's scope.kind was queued unchecked, and suggest_categorical
+    refused it (ValueError): the search ended. Its priors, told with the earlier study's
+    choices of scope, broke the sampler the same way."""
+    Search(_scoped(tmp_path, model_file, space_file, "a", trials=6), Table()).run()
+    plan = _plan("a", tmp_path, rename="-elsewhere")
+    notes: list[str] = []
+    request = _scoped(tmp_path, model_file, space_file, "b", trials=4, scope_plan=plan,
+                      start_from=StartFrom("a", top=2))  # fmt: skip
+    search = Search(request, Table(), on_note=notes.append)
+    search.run()
+
+    borrowed = _borrowed(search)
+    assert borrowed and all(t.state.name == "COMPLETE" for t in borrowed)
+    assert all(t.params[SCOPE_PARAM].endswith("-elsewhere") for t in borrowed)  # drawn here
+    (left,) = [n for n in notes if n.startswith("start from: left to the sampler")]
+    assert f"{SCOPE_PARAM} = 'whole'" in left or f"{SCOPE_PARAM} = 'regional:" in left
+    assert "this study's scope candidates are whole-elsewhere" in left
+    priors = [t for t in search.session.study.get_trials() if PRIOR_ATTR in t.user_attrs]
+    assert priors and all(SCOPE_PARAM not in t.params for t in priors)
+
+
+def test_a_scope_among_this_studys_candidates_is_borrowed_and_told(
+    tmp_path, model_file, space_file
+):
+    earlier = Search(_scoped(tmp_path, model_file, space_file, "a", trials=6), Table())
+    earlier.run()
+    plan = _plan("a", tmp_path)
+    request = _scoped(tmp_path, model_file, space_file, "b", trials=4, scope_plan=plan,
+                      start_from=StartFrom("a", top=1))  # fmt: skip
+    search = Search(request, Table())
+    search.run()
+
+    (borrowed,) = _borrowed(search)
+    number = int(borrowed.user_attrs[START_FROM_ATTR].split("#")[1])
+    source = earlier.session.study.trials[number]
+    assert borrowed.params[SCOPE_PARAM] == source.params[SCOPE_PARAM]
+    assert borrowed.params == source.params
+    priors = [t for t in search.session.study.get_trials() if PRIOR_ATTR in t.user_attrs]
+    drawn = borrowed.distributions[SCOPE_PARAM]  # this study's candidates
+    assert priors and all(t.distributions[SCOPE_PARAM] == drawn for t in priors)
+
+
+def test_a_studys_first_run_borrows_a_scope_once_its_probes_name_the_candidates(
+    tmp_path, model_file, space_file
+):
+    """The earlier study's configurations are queued after this study's scope probes: on its
+    first run, which scopes it offers is known, and a scope among them is borrowed."""
+    earlier = Search(_scoped(tmp_path, model_file, space_file, "a", trials=6), Table())
+    earlier.run()
+    request = _scoped(tmp_path, model_file, space_file, "b", trials=4,
+                      start_from=StartFrom("a", top=1))  # fmt: skip
+    search = Search(request, Table())
+    search.run()
+
+    (borrowed,) = _borrowed(search)
+    assert borrowed.state.name == "COMPLETE"
+    number = int(borrowed.user_attrs[START_FROM_ATTR].split("#")[1])
+    assert borrowed.params == earlier.session.study.trials[number].params
+
+
+def test_a_knob_value_this_space_does_not_offer_is_left_out_with_a_note(
+    tmp_path, model_file, space_file
+):
+    Search(_request(tmp_path, model_file, space_file, "a", trials=8), Table()).run()
+    narrower = tmp_path / "narrower.toml"
+    narrower.write_text(
+        '[compile]\nbackend = ["aot_eager"]\nfullgraph = [false, true]\n'
+        "dynamic = [false, true]\n\n[dynamo]\nrecompile_limit = [8]\n"
+    )
+    notes: list[str] = []
+    request = _request(tmp_path, model_file, space_file, "b", trials=2, space=str(narrower),
+                       start_from=StartFrom("a", top=4))  # fmt: skip
+    search = Search(request, Table(), on_note=notes.append)
+    search.run()
+
+    knobs = {k.param: k for k in search.session.space.knobs}
+    for trial in _borrowed(search):
+        assert all(offers(knobs[name], value) for name, value in trial.params.items())
+    (left,) = [n for n in notes if n.startswith("start from: left to the sampler")]
+    assert "dynamo.recompile_limit = 16" in left or "dynamo.recompile_limit = 32" in left
+
+
+def test_a_queued_trial_with_a_value_outside_the_space_fails_and_the_search_goes_on(
+    tmp_path, model_file, space_file
+):
+    """A database row (a queued or retried trial) escaped the space: Optuna took the value
+    with a warning, and a categorical one ended the search with a ValueError."""
+    notes: list[str] = []
+    search = Search(_request(tmp_path, model_file, space_file, "b", trials=3), Table(),
+                    on_note=notes.append)  # fmt: skip
+    queued = {"dynamo.recompile_limit": 1000, "compile.fullgraph": True}
+    for params in (queued, {"compile.dynamic": "yes"}):
+        search.session.study.enqueue_trial(params, {START_FROM_ATTR: "elsewhere#1"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Optuna's "out of range"
+        records = search.run()
+
+    failed = [t for t in search.session.study.get_trials() if t.state.name == "FAIL"]
+    assert [t.user_attrs.get(START_FROM_ATTR) for t in failed] == ["elsewhere#1"] * 2
+    assert {r.trial_number for r in records}.isdisjoint(t.number for t in failed)
+    assert search.ended is Ended.BUDGET_MET  # the search went on past them
+    assert any(
+        f"trial {failed[0].number} fails: dynamo.recompile_limit: the trial fixes a value "
+        "Optuna refuses ('1000' not in (8, 16, 32, 64))" in n
+        for n in notes
+    )
+    assert any(f"trial {failed[1].number} fails: compile.dynamic: the trial fixes" in n
+               for n in notes)  # fmt: skip
