@@ -121,7 +121,7 @@ def render_file(facts: dict[str, Any]) -> str:
     if here is not None:
         if here["entry"] is None:
             lines.append(f"Here: {here['why']}; autotune.apply returns the model uncompiled.")
-        elif here["match"] in ("exact", "unknown"):
+        elif not here["why"]:
             lines.append(f"Here: autotune.apply uses entry {here['entry'] + 1}.")
         else:
             lines.append(f"Here: autotune.apply uses entry {here['entry'] + 1}: {here['why']}.")
