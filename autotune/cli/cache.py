@@ -68,5 +68,5 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         from autotune.errors import UsageError
 
-        raise UsageError(f"{args.file} is not a valid best-config file: {exc}") from exc
+        raise UsageError(f"The cache of {args.file} is not exported: {exc}") from exc
     return 0

@@ -99,6 +99,16 @@ class KernelCache:
                 removed += found.size
         return Pruned(removed, total - removed)
 
+    def keep_under(self, limit_bytes: int, on_note: Callable[[str], None]) -> int:
+        """:meth:`prune`, saying what it removed; returns the bytes the folder holds."""
+        removed, left = self.prune(limit_bytes)
+        if removed:
+            on_note(
+                f"the kernel cache {self.path} passed its limit of {limit_bytes / 2**30:.1f} "
+                f"GiB: removed {removed / 2**20:.0f} MiB of its oldest files"
+            )
+        return left
+
     def _files(self) -> Iterator[_File]:
         with self._opened() as top:
             if top is None:

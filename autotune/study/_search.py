@@ -37,7 +37,7 @@ from autotune.study._queue import (
 )
 from autotune.study._scope_claim import settle_scope_plan
 from autotune.study._session import SearchRequest, Session, StudyNotFound
-from autotune.study._start_from import start_from_earlier
+from autotune.study._start_from import StartFrom, start_from_earlier
 from autotune.study._trial_path import TrialPath
 from autotune.trials import TrialRunner, kill_all_trials, tracked
 
@@ -128,7 +128,8 @@ class Search:
                 if failed:
                     self.events.note_once(failed)  # said before the probes it announces
                 self.trials.plan = settle_scope_plan(self.session, self.runners[0], self.deadline)
-                self._start_from()  # once the scope candidates are known
+                if self.request.start_from is not None:  # once the scope plan is known
+                    _start_from(self.session, self.request.start_from, self.events)
         except BaseException as exc:
             if early is not None:
                 self.session.fail(early)
@@ -146,18 +147,6 @@ class Search:
             self._work(self.runners[0])
         else:
             self._work_in_parallel()
-
-    def _start_from(self) -> None:
-        """Queues the earlier study's best configurations (``--start-from``), checked against
-        this study's space and scope candidates."""
-        if self.request.start_from is None:
-            return
-        s = self.session
-        scope = SCOPE_PARAM if s.settings.scope == "search" else None
-        s.db(
-            start_from_earlier, s.study, s.space, s.settings, scope, self.request.start_from,
-            self.request.storage, self.events.on_note,
-        )  # fmt: skip
 
     def _work(self, runner: TrialRunner) -> None:
         """One job: takes trials until the budget, the timeout or the space runs out."""
@@ -284,3 +273,13 @@ def _sampler(name: str, seed: int, trials: int = 20) -> optuna.samplers.BaseSamp
 
 def _constraints(trial: optuna.trial.FrozenTrial) -> list[float]:
     return list(trial.user_attrs.get(CONSTRAINT_ATTR, [0.0]))
+
+
+def _start_from(s: Session, source: StartFrom, events: Events) -> None:
+    """Queues the earlier study's best configurations (``--start-from``), checked against this
+    study's space and scope candidates."""
+    scope = SCOPE_PARAM if s.settings.scope == "search" else None
+    s.db(
+        start_from_earlier, s.study, s.space, s.settings, scope, source, s.request.storage,
+        events.on_note,
+    )  # fmt: skip

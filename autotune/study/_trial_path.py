@@ -132,7 +132,7 @@ class TrialPath:
         else:
             allowed = trial_budget(self.session, baseline, batch)
             budget = s.request.deadline.budget(allowed)
-            before = self._prune_cache()
+            before = s.cache.keep_under(s.request.cache_limit_bytes, self.events.on_note)
             spec = self._spec(config, batch, budget, trial.number)
             if not (baseline or borrowed):  # drawn, a preset or a combination: screened
                 spec = self._screened(spec, batch, sampled(trial))
@@ -221,18 +221,6 @@ class TrialPath:
             )
             return None
         return reuse_timing(result, timed)  # its trial line says so
-
-    def _prune_cache(self) -> int:
-        """Keeps the kernel cache under its limit; returns the bytes it holds."""
-        folder, limit = self.session.cache_dir, self.session.request.cache_limit_bytes
-        removed, left = self.session.cache.prune(limit)
-        if removed:
-            self.events.on_note(
-                f"the kernel cache {folder} passed its limit of "
-                f"{limit / 2**30:.1f} GiB: removed {removed / 2**20:.0f} "
-                "MiB of its oldest files"
-            )
-        return left
 
     def _spec(
         self, config: CompileConfig | None, batch: int | None, budget: float, number: int
