@@ -72,7 +72,12 @@ def run_waiting(
     ``must_stop``; returns a trial asked that carries none (another process took the last)."""
     while pending(session) and not must_stop():
         trial = session.ask()
-        if attr not in trial.user_attrs:
+        try:
+            theirs = attr not in trial.user_attrs  # a storage read: a stop may land in it
+        except BaseException:
+            session.fail(trial)
+            raise
+        if theirs:
             return trial
         run(trial)
     return None

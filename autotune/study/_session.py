@@ -168,10 +168,15 @@ class Session:
             warnings.filterwarnings("ignore", message="Heartbeat of storage")
             with self.timed("ask"):  # the sampler, and the storage reads it makes
                 trial = retrying(self.study.ask, on_retry=self.note_unreachable)
-        # A trial without a heartbeat is never found stale: beat before anything can fail.
+        # A trial without a heartbeat is never found stale: beat before anything can fail,
+        # and fail it if this process is stopped (SIGTERM, Ctrl-C) before handing it over.
         storage: Any = self.study._storage
-        self.db(storage.record_heartbeat, trial._trial_id)
-        self.db(trial.set_user_attr, WORKER_ATTR, self.worker_id)
+        try:
+            self.db(storage.record_heartbeat, trial._trial_id)
+            self.db(trial.set_user_attr, WORKER_ATTR, self.worker_id)
+        except BaseException:
+            self.fail(trial)
+            raise
         return trial
 
     def tell(self, trial: optuna.Trial, record: TrialRecord) -> bool:

@@ -147,6 +147,34 @@ def test_resume_runs_only_what_is_left_and_no_baseline_twice(request_for):
     assert sum(r.baseline is None and r.duplicate_of is None for r in records) == 3
 
 
+@pytest.mark.parametrize("step", ["record_heartbeat", "set_trial_user_attr", "user_attrs"])
+def test_a_stop_between_asking_a_trial_and_running_it_fails_the_trial(
+    request_for, monkeypatch, step
+):
+    """A SIGTERM (KeyboardInterrupt) that lands in the database writes right after Optuna's
+    ask left the trial RUNNING although the worker said it failed it (a CI flake of
+    test_sigterm_fails_the_running_trial_and_the_worker_exits_0)."""
+    search = Search(request_for(trials=2), TableRunner())
+    owner = optuna.trial.Trial if step == "user_attrs" else type(search.session.study._storage)
+    original = getattr(owner, step)
+    armed = [True]
+
+    def interrupted(*args, **kwargs):
+        if armed and armed.pop():
+            raise KeyboardInterrupt
+        if isinstance(original, property):
+            return original.fget(*args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(
+        owner, step, property(interrupted) if isinstance(original, property) else interrupted
+    )
+    with pytest.raises(KeyboardInterrupt):
+        search.run()
+    states = [t.state for t in search.session.study.get_trials(deepcopy=False)]
+    assert states and optuna.trial.TrialState.RUNNING not in states
+
+
 def test_resume_with_another_model_is_refused(request_for):
     Search(request_for(trials=1), TableRunner()).run()
     with pytest.raises(UsageError, match="other settings .the model file: the study has"):
