@@ -1,8 +1,8 @@
 """Text from data, made safe for a terminal: what autotune prints of a file, a database row or a
 trial's error never moves the cursor, clears the screen, retitles the window or reorders text.
 
-One function decides it, :func:`printable`; :func:`say` is ``print`` through it, which every
-command uses for what it prints.
+One function decides it, :func:`printable` (:func:`inline` for a value shown within a line);
+:func:`say` is ``print`` through it, which every command uses for what it prints.
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c in _KEEP or not _hidden(c) else _escape(c) for c in text)
+
+
+def inline(text: str) -> str:
+    """:func:`printable`, with newline and tab escaped too (``\\n``, ``\\t``): a value read
+    from data that a message shows within a line, where it must not fake a line of its own."""
+    return printable(text.replace("\n", "\\n").replace("\t", "\\t"))
 
 
 def _hidden(c: str) -> bool:

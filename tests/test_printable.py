@@ -11,7 +11,7 @@ import json
 import pytest
 import scripted
 
-from autotune._printable import printable
+from autotune._printable import inline, printable
 from autotune.cli import main
 from autotune.trials import TrialResult, TrialSpec
 
@@ -48,6 +48,11 @@ def study(tmp_path, monkeypatch, model_file, space_file, capsys) -> tuple[str, s
     ])  # fmt: skip
     assert code == 0
     return storage, name, capsys.readouterr().out
+
+
+def test_inline_escapes_the_layout_too_so_a_value_cannot_fake_a_line():
+    assert inline("CPU A\n  - torch: ok\tx\x1b[2J") == "CPU A\\n  - torch: ok\\tx\\x1b[2J"
+    assert inline("AMD EPYC, torch 2.13.0") == "AMD EPYC, torch 2.13.0"
 
 
 def test_search_report_and_studies_print_a_hostile_error_and_name_escaped(study, capsys):

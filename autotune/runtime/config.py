@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from autotune._printable import printable
+from autotune._printable import inline
 from autotune.runtime import signing as _signing
 from autotune.runtime._compile_config import (
     PREFILLS,
@@ -50,7 +50,7 @@ __all__ = [
     "DECISIONS", "FILE_SCHEMA_VERSION", "PREFILLS", "SCHEMA_VERSION", "BestConfig",
     "CompileConfig", "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part", "Scope",
     "ScopeError", "UnsafeKnobError", "When", "created_time", "entry_key", "entry_label",
-    "for_generate", "load", "one_line", "prefill_config", "read_bytes", "sha256_of",
+    "for_generate", "load", "prefill_config", "read_bytes", "sha256_of",
     "sha256_of_file",
 ]  # fmt: skip
 
@@ -218,16 +218,10 @@ def entry_key(best: BestConfig) -> tuple[str, str]:
 
 
 def entry_label(best: BestConfig) -> str:
-    """``NVIDIA H100 80GB HBM3, torch 2.11.0``: shown inert, on one line (:func:`one_line`)."""
+    """``NVIDIA H100 80GB HBM3, torch 2.11.0``: shown inert, on one line
+    (:func:`autotune._printable.inline`)."""
     device_name, torch_version = entry_key(best)
-    return one_line(f"{device_name}, torch {torch_version}")
-
-
-def one_line(value: Any) -> str:
-    """``str(value)`` as a warning or an error may show a value read from a file: every control
-    and invisible character escaped (:func:`autotune._printable.printable`), newline and tab
-    included, so that it can neither move the cursor nor fake a line of its own."""
-    return printable(str(value).replace("\n", "\\n").replace("\t", "\\t"))
+    return inline(f"{device_name}, torch {torch_version}")
 
 
 def created_time(best: BestConfig) -> datetime.datetime:

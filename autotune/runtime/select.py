@@ -17,7 +17,7 @@ The entries are tried from the closest to the farthest:
 Within a tier, the newest entry wins: ``created_at`` compared as a time
 (:func:`~autotune.runtime.config.created_time`: offsets and ``Z`` read, a time without an offset
 or a date alone taken as UTC), never as text. What the file says of a machine is shown inert
-(:func:`~autotune.runtime.config.one_line`).
+(:func:`autotune._printable.inline`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.runtime.config import BestConfig, created_time, entry_key, entry_label, one_line
+from autotune._printable import inline
+from autotune.runtime.config import BestConfig, created_time, entry_key, entry_label
 
 EXACT = "exact"
 OTHER_TORCH = "other-torch"
@@ -60,7 +61,7 @@ def choose(entries: Sequence[BestConfig], here: Mapping[str, Any]) -> Choice:
     """Picks the entry of ``entries`` for the machine ``here`` (an environment fingerprint:
     ``device``, ``device_name``, ``torch``, and ``capability`` on CUDA)."""
     device_name, torch_version = str(here.get("device_name")), str(here.get("torch"))
-    machine = one_line(f"{device_name} with torch {torch_version}")
+    machine = inline(f"{device_name} with torch {torch_version}")
     newest = sorted(entries, key=created_time, reverse=True)
     located = [e for e in newest if e.environment.get("device_name")]
     exact = next((e for e in located if entry_key(e) == (device_name, torch_version)), None)
