@@ -434,10 +434,21 @@ def _artifact_problems(value: Any, where: str, optional: Sequence[str] = ()) -> 
     return problems
 
 
-def _created_at_problems(value: Any) -> list[str]:
+def parse_utc(text: Any) -> datetime.datetime | None:
+    """An ISO 8601 time or date as an aware datetime (one without an offset is UTC, as
+    autotune writes every time; ``Z`` is UTC; a date alone is its midnight); None when
+    ``text`` is not one: what ``created_at`` must be, and how it is compared."""
+    if not isinstance(text, str):
+        return None
     try:
-        datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (AttributeError, TypeError, ValueError):
+        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def _created_at_problems(value: Any) -> list[str]:
+    if parse_utc(value) is None:
         return [expect("created_at", value, 'an ISO 8601 time like "2026-01-31T12:00:00+00:00"')]
     return []
 

@@ -42,6 +42,7 @@ from autotune.runtime._schema import (
     best_problems,
     compile_problems,
     expect,
+    parse_utc,
     structure_problems,
     version_problems,
 )
@@ -228,7 +229,7 @@ def created_time(best: BestConfig) -> datetime.datetime:
     """When ``best`` was made, as an aware datetime: ``created_at`` read as ISO 8601 (without
     an offset, UTC; a date alone, its midnight). One that does not read (the schema refuses
     such a file; an object changed in code may still hold one) counts as the oldest."""
-    return _signing.parse_utc(best.created_at) or _signing.OLDEST
+    return parse_utc(best.created_at) or _signing.OLDEST
 
 
 @dataclass

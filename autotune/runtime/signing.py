@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autotune.runtime._compile_config import ConfigError
+from autotune.runtime._schema import parse_utc
 
 KEY_ENV = "AUTOTUNE_SIGNING_KEY"
 REQUIRE_ENV = "AUTOTUNE_REQUIRE_SIGNATURE"
@@ -121,19 +122,6 @@ def problem(entry: Mapping[str, Any], secret: bytes) -> str | None:
     return None
 
 
-def parse_utc(text: Any) -> datetime.datetime | None:
-    """An ISO 8601 time or date as an aware datetime (one without an offset is UTC, as
-    autotune writes every time); None when ``text`` is not one. Reads what the schema accepts
-    for ``created_at``: ``Z`` for UTC, an offset, or a date alone (its midnight)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
-
-
 def not_before(explicit: str | datetime.datetime | None) -> datetime.datetime | None:
     """The oldest ``created_at`` an applied entry may have: ``explicit`` when given, else
     ``$AUTOTUNE_NOT_BEFORE``; None when neither says.
@@ -149,7 +137,7 @@ def not_before(explicit: str | datetime.datetime | None) -> datetime.datetime | 
         where, text = f"${NOT_BEFORE_ENV}", os.environ.get(NOT_BEFORE_ENV, "")
         if not text.strip():
             return None
-    when = parse_utc(text)
+    when = parse_utc(text.strip())
     if when is None:
         raise ConfigError(
             f"{where} is {text!r}; it takes an ISO 8601 time like 2026-01-31T12:00:00+00:00 "
