@@ -64,12 +64,6 @@ def write_bytes(target: str | os.PathLike[str], data: bytes, mode: int | None = 
         tmp.write_bytes(data)
 
 
-def copy(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
-    """Copies ``source``'s bytes onto ``target`` atomically."""
-    with replacing(target) as tmp:
-        shutil.copyfile(source, tmp)
-
-
 def _fsync_file(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -264,43 +264,41 @@ def _register(cache_id: str, where: dict[str, Any]) -> None:
 
 
 def _registered(cache_id: str) -> Any:
-    """What this machine's registry holds of ``cache_id``: None unless a regular file of this
-    user's (never a link) holding JSON."""
+    """What this machine's registry holds of ``cache_id``: None unless a file of this user's
+    (:func:`_own_file`) holding JSON."""
+    data = _own_file(_registry() / f"{cache_id}.json")
+    try:
+        return None if data is None else json.loads(data)
+    except ValueError:
+        return None
+
+
+def _marker_id(fd: int) -> str | None:
+    """The id in the folder's marker: None when there is none, or when the marker is not a
+    file of this user's (:func:`_own_file`) or not one autotune wrote."""
+    data = _own_file(MARKER, dir_fd=fd)
+    match = None if data is None else _ID.search(data.decode("utf-8", "replace"))
+    return match.group(1) if match else None
+
+
+def _own_file(path: str | Path, dir_fd: int | None = None) -> bytes | None:
+    """The first bytes of ``path`` when it is a regular file of this user's with one name:
+    None for a link (never followed), a hard link from elsewhere, another user's file or none.
+    Opened without blocking: a FIFO planted in its place is no file, not a hang."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(_registry() / f"{cache_id}.json", flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
             return None
-        return json.loads(os.read(fd, _MARKER_BYTES))
-    except (OSError, ValueError):
+        return os.read(fd, _MARKER_BYTES)
+    except OSError:
         return None
     finally:
         os.close(fd)
-
-
-def _marker_id(fd: int) -> str | None:
-    """The id in the folder's marker: None when there is none, or when the marker is a link,
-    not a regular file of this user's with one name (a hard link from elsewhere is not), or
-    not one autotune wrote. Opened without blocking: a FIFO planted as the marker is no
-    marker, not a hang."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        marker = os.open(MARKER, flags, dir_fd=fd)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(marker)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
-            return None
-        text = os.read(marker, _MARKER_BYTES).decode("utf-8", "replace")
-    finally:
-        os.close(marker)
-    match = _ID.search(text)
-    return match.group(1) if match else None
 
 
 def _lstat(name: str, fd: int) -> os.stat_result | None:
