@@ -5,7 +5,7 @@ from __future__ import annotations
 from autotune.space._file import SpaceError, builtin_descriptions, builtin_names
 from autotune.space._knob import Knob, OutOfSpaceError, Range
 from autotune.space._meanings import knob_meanings
-from autotune.space._presets import Preset, offers
+from autotune.space._presets import Preset
 from autotune.space._space import (
     SearchSpace,
     config_from_values,
@@ -21,7 +21,6 @@ __all__ = [
     "describe_knob",
     "knob_meanings",
     "load_space",
-    "offers",
     "sets_numerics_knob",
     "space_from_dict",
     "Knob",

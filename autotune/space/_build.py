@@ -209,7 +209,7 @@ def _offered(preset: _presets.Preset, by_param: dict[str, Knob]) -> str:
     """Why a preset names a value the (narrowed) space does not offer; empty if it does."""
     for param, value in preset.values.items():
         knob = by_param.get(param)
-        if knob is not None and not _presets.offers(knob, value):
+        if knob is not None and not knob.offers(value):
             return f"{param} = {value!r} is not offered (not installed, or left out)"
     return ""
 

@@ -47,14 +47,14 @@ class Range:
         return int(value) if self.is_int else float(f"{value:.12g}")
 
     def holds(self, value: Any) -> bool:
-        """Whether ``value`` is one of the range's values, of its type (an integer range holds
-        integers only, a float range floats only)."""
+        """Whether ``value`` is one of :meth:`values`, of its type (an integer range holds
+        integers only, a float range floats only), found without listing them."""
         if not _is_number(value) or isinstance(value, int) != self.is_int:
             return False
         if not self.low <= value <= self.high:
             return False
-        spans = (value - self.low) / self.step
-        return math.isclose(spans, round(spans), abs_tol=1e-9)
+        nearest = round((value - self.low) / self.step)
+        return bool(self.normalize(self.low + nearest * self.step) == value)
 
 
 class OutOfSpaceError(SpaceError):

@@ -66,7 +66,7 @@ def parse(raw: Any, knobs: Sequence[Knob]) -> tuple[list[Preset], list[str]]:
                     f"presets.{name}: {param!r} is not a knob of this space"
                     f"{did_you_mean(param, list(by_param))}"
                 )
-            elif not offers(knob, value):
+            elif not knob.offers(value):
                 choices = ", ".join(map(repr, knob.values()[:8]))
                 found.append(
                     f"presets.{name}: {param} = {value!r} is not one of its choices ({choices})"
@@ -75,11 +75,6 @@ def parse(raw: Any, knobs: Sequence[Knob]) -> tuple[list[Preset], list[str]]:
         if not found:
             presets.append(Preset(str(name), dict(table)))
     return presets, problems
-
-
-def offers(knob: Knob, value: Any) -> bool:
-    """Whether ``value`` is one of the knob's values, type included (``True`` is not ``1``)."""
-    return any(v == value and type(v) is type(value) for v in knob.values())
 
 
 def mode_presets(knobs: Sequence[Knob]) -> list[Preset]:
@@ -114,7 +109,7 @@ def assign(
         if knob.param in preset.values:
             return preset.values[knob.param]
         default = defaults.get(knob.layer, {}).get(knob.name, knob.first())
-        return default if offers(knob, default) else knob.first()
+        return default if knob.offers(default) else knob.first()
 
     values = plan.assign(pick, context)
     inactive = [param for param in preset.values if param not in values]

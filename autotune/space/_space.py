@@ -106,7 +106,7 @@ class SearchSpace:
             name: values
             for name, values in self.preset_table.items()
             if isinstance(values, dict)
-            and all(p in by_param and _presets.offers(by_param[p], v) for p, v in values.items())
+            and all(p in by_param and by_param[p].offers(v) for p, v in values.items())
         }
         if table:  # a list: the order is kept where stored keys are sorted
             tables["presets"] = _presets.as_list(table)

@@ -14,7 +14,7 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.reports._standing import standing
 from autotune.scope import SCOPE_PARAM
-from autotune.space import load_space, offers
+from autotune.space import load_space
 from autotune.storage import StudySettings
 from autotune.storage._attrs import PRIOR_ATTR, START_FROM_ATTR
 from autotune.study import Ended, Search, SearchRequest, StartFrom
@@ -205,7 +205,7 @@ def test_a_knob_value_this_space_does_not_offer_is_left_out_with_a_note(
 
     knobs = {k.param: k for k in search.session.space.knobs}
     for trial in _borrowed(search):
-        assert all(offers(knobs[name], value) for name, value in trial.params.items())
+        assert all(knobs[name].offers(value) for name, value in trial.params.items())
     (left,) = [n for n in notes if n.startswith("start from: left to the sampler")]
     assert "dynamo.recompile_limit = 16" in left or "dynamo.recompile_limit = 32" in left
 
