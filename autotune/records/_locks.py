@@ -34,10 +34,11 @@ class Claim:
 
 
 class ClaimRows(HasEngine):
-    def claim(self, study_name: str, name: str, owner: str, stale_after_s: float) -> bool:
+    def claim(self, study_name: str, name: str, owner: str, stale_after_s: float | None) -> bool:
         """Claims ``name`` in ``study_name`` for ``owner``: True when this call owns it now
         (new, or taken over from an owner whose heartbeat is stale), False when another owner
-        holds it or it is done."""
+        holds it or it is done. With ``stale_after_s`` None a claim is never taken over: its
+        owner releases it, or a process that knows the owner is gone does."""
         now = utcnow()
         row = {"study_name": study_name, "name": name, "owner": owner[:255],
                "claimed_at": now, "heartbeat_at": now}  # fmt: skip
@@ -47,6 +48,8 @@ class ClaimRows(HasEngine):
             return True
         except IntegrityError:
             pass
+        if stale_after_s is None:
+            return False
         stale_before = now - timedelta(seconds=stale_after_s)
         with self._engine.begin() as conn:
             taken = conn.execute(

@@ -7,10 +7,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
 
 import optuna
 
@@ -31,12 +29,12 @@ from autotune.storage import (
     START_FROM_ATTR,
     Ran,
     StudySettings,
-    heartbeat_s,
     retrying,
     to_record,
     trial_key,
 )
 from autotune.study._combine import preset_of
+from autotune.study._config_claim import ConfigClaims, heartbeat
 from autotune.study._events import Events
 from autotune.study._explore import ExploringSampler
 from autotune.study._inert import describe, inert_in, sampled
@@ -45,7 +43,6 @@ from autotune.study._session import Session
 from autotune.trials import TrialResult, TrialRunner, TrialSpec
 
 BATCH_PARAM = "workload.batch_size"
-POLL_S = 1.0
 
 
 class TrialPath:
@@ -62,19 +59,23 @@ class TrialPath:
         self.told_inert: set[str] = set()  # the knobs this process said it leaves to torch
         # Trials in a row, in this process, that drew a configuration the study had measured.
         self.repeats = 0
+        self.claims = ConfigClaims(session, events, stopping)
 
     def run(self, runner: TrialRunner, trial: optuna.Trial) -> None:
         """Measures ``trial`` with ``runner``, records it and tells Optuna (or fails it)."""
         s = self.session
         try:
             record = self._measure(trial, runner)
+            if record is not None:
+                s.db(lambda: s.records.add_trial(s.name, record))
         except BaseException:
             s.fail(trial)  # interrupted: nothing stays RUNNING
             raise
+        finally:
+            self.claims.release(trial)  # recorded (or not measured): a waiting trial goes on
         if record is None:
             s.fail(trial)
             return
-        s.db(lambda: s.records.add_trial(s.name, record))
         if not s.db(lambda: s.tell(trial, record)):
             # Failed as stale while this process was cut off from the database: the record
             # goes, so autotune's rows and Optuna's agree; the re-queued configuration runs.
@@ -126,7 +127,7 @@ class TrialPath:
             return None
         borrowed = trial.user_attrs.get(START_FROM_ATTR)
         self.events.on_phase("trial", f"#{trial.number} {_label(trial)}{_brief(config)}")
-        reused = self._reuse(trial, key)
+        reused = self.claims.reuse_or_claim(trial, key)
         if reused is not None:
             (result, duplicate_of), ran = reused, None
         else:
@@ -170,29 +171,6 @@ class TrialPath:
         if inert:
             trial.set_user_attr(LEFT_ATTR, sorted(inert))
         return sorted(inert)
-
-    def _reuse(self, trial: optuna.Trial, key: str) -> tuple[TrialResult, int] | None:
-        """A configuration measured (or being measured) in this study is not compiled again:
-        the result of the earliest trial with the same key is reused, waiting for it while it
-        runs in another process. A failed baseline is measured again."""
-        s = self.session
-        while True:
-            found = s.db(lambda: s.records.find_by_hash(s.name, key))
-            if found is not None and (found.status == "ok" or found.baseline is None):
-                return TrialResult.from_dict(found.result), found.trial_number
-            earlier = [
-                t for t in self.session.running() if t.user_attrs.get(KEY_ATTR) == key
-                and t.number < trial.number
-            ]  # fmt: skip
-            if not earlier or self.stopping.is_set():
-                return None
-            self.events.note_once(
-                f"trial {trial.number} waits for trial {earlier[0].number}, which measures the "
-                "same configuration in another process"
-            )
-            with heartbeat(self.session.study, trial):
-                time.sleep(POLL_S)
-            self.session.recover_stale()
 
     def _screened(self, spec: TrialSpec, batch: int | None, drawn: bool) -> TrialSpec:
         """A trial skips timing code the study already timed (a preset that generates default
@@ -369,29 +347,3 @@ def _phase_file(path: str | None) -> Iterator[None]:
         if path is not None:
             with suppress(OSError):
                 os.remove(path)
-
-
-@contextmanager
-def heartbeat(study: optuna.Study, trial: optuna.Trial) -> Iterator[None]:
-    """Keeps the trial's heartbeat fresh while its process runs, so that only trials whose
-    owner died are failed as stale (by this or any other process of the study). A beat the
-    database refuses is simply tried again at the next one."""
-    stop = threading.Event()
-    storage: Any = study._storage
-
-    def beat() -> None:
-        while True:
-            try:
-                storage.record_heartbeat(trial._trial_id)
-            except Exception:  # noqa: BLE001 - a restarting database: beat again later
-                pass
-            if stop.wait(heartbeat_s()):
-                return
-
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
