@@ -11,8 +11,9 @@ processes), and the file's decision is made on that round. The suite reads the r
 the study's storage and prints every finalist's pooled speedup over eager with its spread,
 then checks the issue's rule: the emitted config is at least the best preset measured in the
 same round, within the measured spread (the preset's lower quartile is not above the emitted
-config's upper quartile). Then ``autotune verify`` runs on the emitted file ``--verify`` times,
-each a separate command. Writes ``benchmarks/results/suite_<device>.md``.
+config's upper quartile). Then ``autotune verify --repeats N`` (``--verify N``; 0: none) runs on
+the emitted file, its repeats pooled, and the report sets its figure and interval beside the
+file's claim. Writes ``benchmarks/results/suite_<device>.md``.
 
 With ``--accuracy SPEC`` every search states that accuracy contract: it searches the levers
 beyond Inductor's knobs (bf16 autocast, matmul precision, OpenVINO's bf16) beside the fp32
@@ -100,7 +101,10 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--finalists", type=int, default=3)
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--verify", type=int, default=1, help="autotune verify runs per model")
+    parser.add_argument(
+        "--verify", type=int, default=1,
+        help="autotune verify --repeats N on each emitted file (0: no verify)",
+    )  # fmt: skip
     parser.add_argument("--accuracy", help="the accuracy contract every search states")
     parser.add_argument("--out", type=Path, help="the report (default results/suite_DEVICE.md)")
     parser.add_argument("--json", type=Path, help="also write the raw runs here, as JSON")
@@ -170,7 +174,7 @@ def _model_run(name: str, args: argparse.Namespace) -> ModelRun:
         run = _read_round(name, storage, wall_s)
         if args.fixed:
             run.fixed = fixed_round(storage, STUDY, args.fixed.split(","))
-        run.verify = [_verify(best, model, args.device) for _ in range(args.verify)]
+        run.verify = [_verify(best, model, args.device, args.verify)] if args.verify else []
     return run
 
 
@@ -242,11 +246,12 @@ def _trial_counts(records: list[TrialRecord]) -> dict[str, int]:
     }
 
 
-def _verify(best: str, model: str, device: str) -> dict[str, object]:
-    """One ``autotune verify --json`` run: its verdict and the speedup it measured."""
+def _verify(best: str, model: str, device: str, repeats: int) -> dict[str, object]:
+    """One ``autotune verify --repeats N --json`` run: its verdict, the speedup it measured
+    (its repeats pooled) with the median's 95% interval, and the file's claim."""
     done = subprocess.run(
         [sys.executable, "-m", "autotune.cli", "verify", best, model, "--device", device,
-         "--json"],
+         "--repeats", str(repeats), "--json"],
         capture_output=True, text=True,
     )  # fmt: skip
     try:
@@ -255,7 +260,10 @@ def _verify(best: str, model: str, device: str) -> dict[str, object]:
         return {"verdict": f"exit {done.returncode}", "measured": None, "claimed": None}
     return {
         "verdict": report["verdict"],
+        "repeats": repeats,
         "measured": report.get("measured_speedup_vs_eager"),
+        "low": report.get("measured_speedup_vs_eager_ci_low"),
+        "high": report.get("measured_speedup_vs_eager_ci_high"),
         "claimed": report.get("claimed_speedup_vs_eager"),
         "default": report.get("measured_default_speedup_vs_eager"),
     }
@@ -362,10 +370,15 @@ def _s(seconds: float | None) -> str:
 
 
 def _verified(run: dict[str, object]) -> str:
-    measured, claimed = run["measured"], run["claimed"]
+    """``ok: 2.31x (2.08x to 2.56x, 3 repeats) vs claimed 2.64x (claim +14%)``."""
+    measured, claimed, low, high = run["measured"], run["claimed"], run.get("low"), run.get("high")
     said = f"{measured:.2f}x" if isinstance(measured, float) else "-"
+    if isinstance(low, float) and isinstance(high, float):
+        said += f" ({low:.2f}x to {high:.2f}x, {run.get('repeats', 1)} repeats)"
     if isinstance(claimed, float):
         said += f" vs claimed {claimed:.2f}x"
+        if isinstance(measured, float) and measured:
+            said += f" (claim {claimed / measured - 1:+.0%})"
     elif isinstance(run.get("default"), float):  # "do not compile": default compile's gain now
         said = f"default compile now {run['default']:.2f}x"
     return f"{run['verdict']}: {said}"

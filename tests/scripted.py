@@ -29,8 +29,12 @@ def ok(
     eager_s: float = 1e-3,
     memory: int = 100 * 2**20,
     wall_s: float = 1.0,
+    ci: float | None = None,
+    rounds: list[float] | None = None,
 ) -> TrialResult:
-    """A trial that ran and matched eager: ``speedup`` over eager, quartiles at +-``q``."""
+    """A trial that ran and matched eager: ``speedup`` over eager, quartiles at +-``q``, the
+    median's 95% interval at +-``ci`` (None: none given, as a result before intervals), and
+    ``rounds`` as its per-round ratios."""
     return TrialResult(
         status="ok",
         compile_time_s=compile_s,
@@ -40,6 +44,9 @@ def ok(
         speedup_vs_eager=speedup,
         speedup_vs_eager_q1=speedup - q,
         speedup_vs_eager_q3=speedup + q,
+        speedup_vs_eager_ci_low=None if ci is None else speedup - ci,
+        speedup_vs_eager_ci_high=None if ci is None else speedup + ci,
+        speedup_rounds=list(rounds or []),
         peak_memory_bytes=memory,
         graphs=1,
         graph_breaks=0,

@@ -312,6 +312,9 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
         "speedup_vs_eager": r.speedup_vs_eager,
         "speedup_vs_eager_q1": r.speedup_vs_eager_q1,
         "speedup_vs_eager_q3": r.speedup_vs_eager_q3,
+        # the median's 95% interval: the finalist round's (its processes pooled), or the trial's
+        "speedup_vs_eager_ci_low": r.result.get("speedup_vs_eager_ci_low"),
+        "speedup_vs_eager_ci_high": r.result.get("speedup_vs_eager_ci_high"),
         "speedup_vs_default": r.speedup_vs_default,
         "compile_time_s": r.compile_time_s,
         "peak_memory_bytes": r.peak_memory_bytes,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         training_errors,
         workload_problems,
     )
+    from autotune.measure._stats import Stats, pooled, widened
     from autotune.measure._traffic import (
         PERCENTILES,
         RequestTiming,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
         tolerance_for,
     )
     from autotune.measure.memory import peak_memory_bytes, reset_peak_memory
-    from autotune.measure.timing import Stats, Timing, interleaved_timing, time_first_call
+    from autotune.measure.timing import Timing, interleaved_timing, time_first_call
 
 _NAMES = {
     "Contract": "_contract", "ContractError": "_contract", "Verdict": "_contract",
@@ -46,7 +47,8 @@ _NAMES = {
     "TOLERANCES": "accuracy", "AccuracyReport": "accuracy", "clone_outputs": "accuracy",
     "compare_outputs": "accuracy", "tolerance_for": "accuracy",
     "peak_memory_bytes": "memory", "reset_peak_memory": "memory",
-    "Stats": "timing", "Timing": "timing", "interleaved_timing": "timing",
+    "Stats": "_stats", "pooled": "_stats", "widened": "_stats", "Timing": "timing",
+    "interleaved_timing": "timing",
     "time_first_call": "timing", "PERCENTILES": "_traffic", "RequestTiming": "_traffic",
     "traffic_summary": "_traffic", "weighted_quantile": "_traffic",
 }  # fmt: skip
@@ -54,9 +56,9 @@ _NAMES = {
 __all__ = [
     "INFERENCE_METRICS", "PERCENTILES", "TOLERANCES", "TRAINING_METRICS", "AccuracyReport",
     "Contract", "ContractError", "RequestTiming", "Stats", "Timing", "Verdict", "clone_outputs",
-    "compare_outputs", "interleaved_timing", "parse_contract", "peak_memory_bytes",
+    "compare_outputs", "interleaved_timing", "parse_contract", "peak_memory_bytes", "pooled",
     "report_errors", "reset_peak_memory", "time_first_call", "tolerance_for", "traffic_summary",
-    "training_errors", "weighted_quantile", "workload_problems",
+    "training_errors", "weighted_quantile", "widened", "workload_problems",
 ]  # fmt: skip
 
 

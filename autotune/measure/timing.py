@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 import torch
 
 from autotune.measure._device import resolve, synchronize
+from autotune.measure._stats import Stats, median_ci, quantile
 from autotune.measure._traffic import RequestTiming, WeightedTimer
 
 T = TypeVar("T")
@@ -53,51 +54,6 @@ _DEADLINE_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
-class Stats:
-    """Order statistics of timing samples (quartiles interpolated linearly, as numpy's default).
-
-    Example:
-        >>> Stats.from_samples([1.0, 2.0, 3.0, 4.0, 5.0]).iqr
-        2.0
-    """
-
-    median: float
-    q1: float
-    q3: float
-    n: int
-    min: float
-    ci_low: float  # the median's 95% confidence interval, distribution-free (order statistics)
-    ci_high: float
-
-    @property
-    def iqr(self) -> float:
-        """The interquartile range ``q3 - q1``, a spread that ignores outliers."""
-        return self.q3 - self.q1
-
-    @property
-    def ci_half_width(self) -> float:
-        """Half the median's 95% confidence interval, relative to the median (0.02: +-2%)."""
-        return (self.ci_high - self.ci_low) / 2 / self.median if self.median else math.inf
-
-    @classmethod
-    def from_samples(cls, samples: Sequence[float]) -> Stats:
-        """Summarize ``samples`` (at least one)."""
-        if not samples:
-            raise ValueError("Stats needs at least one sample, but got none.")
-        ordered = sorted(samples)
-        low, high = _median_ci(ordered)
-        return cls(
-            median=_quantile(ordered, 0.5),
-            q1=_quantile(ordered, 0.25),
-            q3=_quantile(ordered, 0.75),
-            n=len(ordered),
-            min=ordered[0],
-            ci_low=low,
-            ci_high=high,
-        )
-
-
-@dataclass(frozen=True)
 class Timing:
     """Result of :func:`interleaved_timing`.
 
@@ -105,6 +61,7 @@ class Timing:
         compiled: Seconds per call of the compiled function.
         eager: Seconds per call of the eager function.
         ratio: Per-round ``eager / compiled`` ratios: the speed-up over eager, paired by round.
+        ratios: Those ratios themselves, round by round.
         calls_per_sample: Calls of each function inside one timed sample.
         rounds: Timed rounds (each holds one sample of each function).
         stopped_early: Rounds stopped at ``stop_below``: the median ratio is known to be below
@@ -115,6 +72,7 @@ class Timing:
     compiled: Stats
     eager: Stats
     ratio: Stats
+    ratios: tuple[float, ...]
     calls_per_sample: int
     rounds: int
     stopped_early: bool = False
@@ -261,10 +219,12 @@ def interleaved_timing(
         if weighted is not None:
             weighted.recording = True
         pairs, stopped = _run_rounds(timer, fns, calls, plan, round_estimate)
+    ratios = [eager / compiled for eager, compiled in pairs]
     return Timing(
         compiled=Stats.from_samples([compiled / calls for _, compiled in pairs]),
         eager=Stats.from_samples([eager / calls for eager, _ in pairs]),
-        ratio=Stats.from_samples([eager / compiled for eager, compiled in pairs]),
+        ratio=Stats.from_samples(ratios),
+        ratios=tuple(ratios),
         calls_per_sample=calls,
         rounds=len(pairs),
         stopped_early=stopped,
@@ -284,13 +244,6 @@ def time_first_call(fn: Callable[[], T], device: str | torch.device) -> tuple[T,
     output = fn()
     synchronize(resolved)
     return output, time.perf_counter() - start
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _check_plan(plan: _Plan, warmup: int) -> None:
@@ -398,7 +351,7 @@ def _run_rounds(
             return pairs, True
         if not screened and _first_stage_done(plan, ratios, time.monotonic() - started):
             screened = True
-            if _quantile(ratios, 0.5) < (plan.stop_below or 0.0):
+            if quantile(ratios, 0.5) < (plan.stop_below or 0.0):
                 return pairs, True
     return pairs, False
 
@@ -415,7 +368,7 @@ def _out_of_reach(plan: _Plan, ordered_ratios: list[float]) -> bool:
         return False
     if len(ordered_ratios) < max(plan.min_rounds, _MIN_ROUNDS_FOR_CI):
         return False
-    return _median_ci(ordered_ratios)[1] < plan.stop_below
+    return median_ci(ordered_ratios)[1] < plan.stop_below
 
 
 def _precise_enough(plan: _Plan, ordered_ratios: list[float], spent: float) -> bool:
@@ -427,19 +380,9 @@ def _precise_enough(plan: _Plan, ordered_ratios: list[float], spent: float) -> b
     max_seconds = plan.max_seconds if plan.max_seconds is not None else 5 * plan.target_seconds
     if spent >= max_seconds:
         return True
-    low, high = _median_ci(ordered_ratios)
-    median = _quantile(ordered_ratios, 0.5)
+    low, high = median_ci(ordered_ratios)
+    median = quantile(ordered_ratios, 0.5)
     return median > 0 and (high - low) / 2 <= plan.precision * median
-
-
-def _median_ci(ordered: Sequence[float]) -> tuple[float, float]:
-    """The median's 95% confidence interval from order statistics, which assumes nothing of the
-    distribution: the ranks n/2 -+ 0.98 sqrt(n) (the binomial's normal approximation)."""
-    n = len(ordered)
-    spread = 0.98 * math.sqrt(n)
-    low = max(0, math.floor(n / 2 - spread) - 1)
-    high = min(n - 1, math.ceil(n / 2 + spread))
-    return ordered[low], ordered[high]
 
 
 def _one_round(

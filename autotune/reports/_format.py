@@ -34,6 +34,13 @@ def spread(median: float | None, q1: float | None, q3: float | None) -> str:
     return f"{median:.3f}x ({q1:.3f}x to {q3:.3f}x)"
 
 
+def interval(low: float | None, high: float | None) -> str:
+    """A median's 95% interval: ``1.180x to 1.260x``, or ``-`` when unknown."""
+    if low is None or high is None:
+        return "-"
+    return f"{low:.3f}x to {high:.3f}x"
+
+
 def calls(n: float | int | None) -> str:
     """A break-even count of calls: ``1,500``, or ``never``."""
     if n is None or n == math.inf:

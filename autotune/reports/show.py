@@ -260,8 +260,11 @@ def _claims(facts: dict[str, Any]) -> list[str]:
             lines.append(f"  eager latency {ms(m['eager_latency_median_s'])}")
         return lines
     spread = ""
+    if m.get("speedup_vs_eager_ci_low") and m.get("speedup_vs_eager_ci_high"):
+        spread = f" (95% interval {times(m['speedup_vs_eager_ci_low'], 2)} to "
+        spread += f"{times(m['speedup_vs_eager_ci_high'], 2)})"
     if m.get("speedup_vs_eager_q1") and m.get("speedup_vs_eager_q3"):
-        spread = f" (quartiles {times(m['speedup_vs_eager_q1'], 2)} to "
+        spread += f" (quartiles {times(m['speedup_vs_eager_q1'], 2)} to "
         spread += f"{times(m['speedup_vs_eager_q3'], 2)})"
     lines = [
         f"Claims: {times(m.get('speedup_vs_eager'), 2)} eager{spread}, "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from autotune._printable import say
-from autotune.reports._format import clip, ms, seconds, spread, times
+from autotune.reports._format import clip, interval, ms, seconds, spread, times
 from autotune.trials import TrialResult
 from autotune.verify import VerifyReport
 
@@ -28,7 +28,8 @@ def progress(out: TextIO, repeat: int, name: str, result: TrialResult) -> None:
 
 
 def render(report: VerifyReport) -> str:
-    """The human report: claimed vs measured, the noise, warnings and the verdict line."""
+    """The human report: claimed vs measured (each speedup's quartiles, then its median's 95%
+    interval), the noise, warnings and the verdict line."""
     c, m = report.claimed, report.measured
     rows = [
         ("", "claimed", "measured"),
@@ -37,7 +38,17 @@ def render(report: VerifyReport) -> str:
             spread(c["speedup_vs_eager"], c["speedup_vs_eager_q1"], c["speedup_vs_eager_q3"]),
             spread(m["speedup_vs_eager"], m["speedup_vs_eager_q1"], m["speedup_vs_eager_q3"]),
         ),
+        (
+            "  95% interval",
+            interval(c["speedup_vs_eager_ci_low"], c["speedup_vs_eager_ci_high"]),
+            interval(m["speedup_vs_eager_ci_low"], m["speedup_vs_eager_ci_high"]),
+        ),
         ("speedup vs default", times(c["speedup_vs_default"]), times(m["speedup_vs_default"])),
+        (
+            "  95% interval",
+            "",
+            interval(m["speedup_vs_default_ci_low"], m["speedup_vs_default_ci_high"]),
+        ),
         ("latency", ms(c["latency_median_s"]), ms(m["latency_median_s"])),
         ("eager latency", ms(c["eager_latency_median_s"]), ms(m["eager_latency_median_s"])),
         ("compile time", seconds(c["compile_time_s"]), seconds(m["compile_time_s"], " (cold)")),

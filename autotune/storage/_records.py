@@ -103,6 +103,30 @@ def pooled_measurements(results: list[TrialResult]) -> dict[str, Any]:
     return pooled
 
 
+def pooled_interval(results: list[TrialResult]) -> dict[str, Any]:
+    """The 95% interval of the median speedup over eager of several processes that measured
+    one config (their rounds pooled, widened to each one's median: autotune.measure.pooled),
+    as the result keys a trial gives it; empty when none gives one."""
+    ran = [r for r in results if r.ok and r.speedup_vs_eager is not None]
+    if not ran:
+        return {}
+    from autotune.measure import pooled, widened
+
+    if all(r.speedup_rounds for r in ran):
+        stats = pooled([r.speedup_rounds for r in ran])
+        low, high = stats.ci_low, stats.ci_high
+    elif all(r.speedup_vs_eager_ci_low is not None and r.speedup_vs_eager_ci_high is not None
+             for r in ran):  # fmt: skip
+        low, high = widened(
+            [r.speedup_vs_eager for r in ran],  # type: ignore[misc]
+            [r.speedup_vs_eager_ci_low for r in ran],  # type: ignore[misc]
+            [r.speedup_vs_eager_ci_high for r in ran],  # type: ignore[misc]
+        )
+    else:
+        return {}
+    return {"speedup_vs_eager_ci_low": low, "speedup_vs_eager_ci_high": high}
+
+
 def _ratio(speedup: float | None, default: float | None, baseline: str | None) -> float | None:
     """Speedup over default torch.compile, through eager: both were timed against eager
     side by side, so the ratio of those ratios is robust to drift between trials."""

@@ -35,7 +35,8 @@ PRUNED_OBJECTIVES = ("latency", "throughput")
 # What an equivalent trial takes from the trial that timed its code: the steady state.
 _TIMED = (
     *MEASUREMENTS,
-    "speedup_vs_eager_ci_low", "speedup_vs_eager_ci_high", "eager_latency_iqr_s", "rounds",
+    "speedup_vs_eager_ci_low", "speedup_vs_eager_ci_high", "speedup_rounds",
+    "eager_latency_iqr_s", "rounds",
     "calls_per_sample", "per_shape", "pruned",
 )  # fmt: skip
 

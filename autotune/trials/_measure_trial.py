@@ -329,6 +329,7 @@ def _ok_result(
         speedup_vs_eager_q3=timing.ratio.q3,
         speedup_vs_eager_ci_low=timing.ratio.ci_low,
         speedup_vs_eager_ci_high=timing.ratio.ci_high,
+        speedup_rounds=[float(f"{r:.5g}") for r in timing.ratios],
         rounds=timing.rounds,
         calls_per_sample=timing.calls_per_sample,
         accuracy=_accuracy(report, relaxed),

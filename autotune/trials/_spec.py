@@ -147,6 +147,9 @@ class TrialResult(TrialFigures):
     eager_latency_iqr_s: float | None = None
     speedup_vs_eager_ci_low: float | None = None  # the median's 95% confidence interval
     speedup_vs_eager_ci_high: float | None = None
+    # Every round's eager/compiled ratio, in order (5 significant digits): what pools the
+    # rounds of several processes into one interval (autotune.measure.pooled)
+    speedup_rounds: list[float] = field(default_factory=list)
     rounds: int | None = None
     calls_per_sample: int | None = None
     graph_break_reasons: list[str] = field(default_factory=list)

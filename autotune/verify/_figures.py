@@ -1,5 +1,5 @@
 """The numbers ``autotune verify`` compares: what the file claims, and what was measured here,
-pooled over repeats (the median of the repeats that ran)."""
+pooled over repeats (their rounds as one, :meth:`Spread.pooled`)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,20 @@ def claims(best: BestConfig) -> Numbers:
         ),
         "eager_latency_median_s": best.metric("eager_latency_median_s"),
         "compile_time_s": _cold_compile_time(m) if compiled else None,
+        **{
+            f"speedup_vs_eager_ci_{end}": m.get(f"speedup_vs_eager_ci_{end}") if compiled else None
+            for end in ("low", "high")
+        },
+    }
+
+
+def spreads(best: BestConfig, repeats: Sequence[Repeat]) -> dict[str, Spread | None]:
+    """The pooled speedups over eager of what the file says to run (``config``: its config, or
+    eager against itself) and of default torch.compile (``default``)."""
+    mine = chosen(best.decision)
+    return {
+        "config": Spread.pooled([Spread.of(r.get(mine)) for r in repeats]),
+        "default": Spread.pooled([Spread.of(r.get("default")) for r in repeats]),
     }
 
 
@@ -42,15 +56,20 @@ def measurements(best: BestConfig, repeats: Sequence[Repeat]) -> Numbers:
     mine = chosen(best.decision)
     # eager's own latency, not that of its second copy in the eager-vs-eager trial
     latency = "latency_median_s" if mine == "config" else "eager_latency_median_s"
+    pooled = spreads(best, repeats)
+    config, default = pooled["config"], pooled["default"]
+    lead = config.ratio(default) if config is not None and default is not None else None
     return {
-        **_speedups("", [r.get(mine) for r in repeats]),
-        "speedup_vs_default": _median([vs_default(r, mine) for r in repeats]),
+        **_speedups("", config),
+        "speedup_vs_default": lead.median if lead else None,
+        "speedup_vs_default_ci_low": lead.low if lead else None,
+        "speedup_vs_default_ci_high": lead.high if lead else None,
         "latency_median_s": _median([_ok(r.get(mine), latency) for r in repeats]),
         "eager_latency_median_s": _median(
             [_ok(r["eager"], "eager_latency_median_s") for r in repeats]
         ),
         "compile_time_s": _median([_ok(r.get("config"), "compile_time_s") for r in repeats]),
-        **_speedups("default_", [r.get("default") for r in repeats]),
+        **_speedups("default_", default),
         "default_compile_time_s": _median(
             [_ok(r.get("default"), "compile_time_s") for r in repeats]
         ),
@@ -63,12 +82,13 @@ def vs_default(repeat: Repeat, mine: str) -> float | None:
     return measured.median / default.median if measured and default else None
 
 
-def _speedups(prefix: str, results: Sequence[TrialResult | None]) -> Numbers:
-    pooled = Spread.pooled([Spread.of(r) for r in results])
+def _speedups(prefix: str, pooled: Spread | None) -> Numbers:
     return {
         f"{prefix}speedup_vs_eager": pooled.median if pooled else None,
         f"{prefix}speedup_vs_eager_q1": pooled.q1 if pooled else None,
         f"{prefix}speedup_vs_eager_q3": pooled.q3 if pooled else None,
+        f"{prefix}speedup_vs_eager_ci_low": pooled.low if pooled else None,
+        f"{prefix}speedup_vs_eager_ci_high": pooled.high if pooled else None,
     }
 
 

@@ -1,58 +1,106 @@
-"""The verdict rules of ``autotune verify``: when a claim fails, and when eager is no longer
-the right call. Speedups are :class:`Spread` s: a median of paired per-round ratios and its
-quartiles, as every trial measures them."""
+"""The verdict rules of ``autotune verify``: when a claim fails, when the machine is too noisy
+to judge one, and when eager is no longer the right call. Speedups are :class:`Spread` s: a
+median of paired per-round ratios, its quartiles and its 95% interval, as every trial measures
+them, pooled over repeats."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autotune.runtime.config import BestConfig
 from autotune.trials import TrialResult
 
-VERDICT_EXIT = {"ok": 0, "slower": 1, "incorrect": 1, "broken": 1, "compile_now_faster": 1}
+VERDICT_EXIT = {
+    "ok": 0, "slower": 1, "behind_default": 1, "incorrect": 1, "broken": 1,
+    "compile_now_faster": 1, "too_noisy": 3,
+}  # fmt: skip
 DEFAULT_TOLERANCE = 0.05
-# Each measurement runs once by default; more repeats are pooled (their medians).
+# The noise floor raises the tolerance up to this (or to --tolerance, if larger); a machine
+# noisier than that cannot judge a claim, and verify says so instead of passing it.
+MAX_TOLERANCE = 0.10
+# Each measurement runs once by default; more repeats are pooled (their rounds).
 DEFAULT_REPEATS = 1
 
 
 @dataclass(frozen=True)
 class Spread:
-    """A speedup over eager: the median of paired per-round ratios and their quartiles."""
+    """A speedup over eager: the median of paired per-round ratios, their quartiles (the
+    config's own spread) and the 95% interval of the median (how well it is known)."""
 
     median: float
     q1: float
     q3: float
+    low: float
+    high: float
+    rounds: tuple[float, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def of(cls, result: TrialResult | None) -> Spread | None:
-        """The speedup a trial measured, or ``None`` when it did not run."""
+        """The speedup a trial measured, or ``None`` when it did not run. A result that gives
+        no interval (written before results carried one) is known to its quartiles."""
         if result is None or not result.ok or result.speedup_vs_eager is None:
             return None
-        median, q1, q3 = (
-            result.speedup_vs_eager,
-            result.speedup_vs_eager_q1,
-            result.speedup_vs_eager_q3,
+        median = result.speedup_vs_eager
+        q1 = _or(result.speedup_vs_eager_q1, median)
+        q3 = _or(result.speedup_vs_eager_q3, median)
+        low, high = (
+            _or(result.speedup_vs_eager_ci_low, q1),
+            _or(result.speedup_vs_eager_ci_high, q3),
         )
-        return cls(median, median if q1 is None else q1, median if q3 is None else q3)
+        return cls(median, q1, q3, low, high, tuple(result.speedup_rounds))
 
     @classmethod
     def pooled(cls, spreads: Sequence[Spread | None]) -> Spread | None:
-        """Repeats pooled: the median of their medians, of their q1s and of their q3s."""
+        """Repeats pooled (:func:`autotune.measure.pooled`): the rounds of every repeat as one,
+        the interval widened to each repeat's own median. Repeats that carry no rounds pool
+        figure by figure: the median of their medians and quartiles, the interval from the
+        median of their intervals widened the same way."""
         found = [s for s in spreads if s is not None]
         if not found:
             return None
-        return cls(
-            *(statistics.median(getattr(s, k) for s in found) for k in ("median", "q1", "q3"))
+        from autotune.measure import pooled, widened
+
+        if all(s.rounds for s in found):
+            stats = pooled([s.rounds for s in found])
+            return cls(stats.median, stats.q1, stats.q3, stats.ci_low, stats.ci_high)
+        median, q1, q3 = (
+            statistics.median(getattr(s, k) for s in found) for k in ("median", "q1", "q3")
         )
+        low, high = widened(
+            [s.median for s in found], [s.low for s in found], [s.high for s in found]
+        )
+        return cls(median, q1, q3, low, high)
+
+    def ratio(self, other: Spread) -> Spread:
+        """This speedup over ``other`` (both against eager, measured apart): the ratio of the
+        medians, its interval the widest the two intervals allow."""
+        return Spread(
+            self.median / other.median, self.q1 / other.q3, self.q3 / other.q1,
+            self.low / other.high, self.high / other.low,
+        )  # fmt: skip
 
 
-def is_slower(claimed: Spread, measured: Spread, tolerance: float) -> bool:
-    """A claim fails when the measured speedup is below it beyond the noise: the interquartile
-    ranges do not overlap (measured q3 < claimed q1) *and* the median fell by more than
-    ``tolerance`` (a fraction of the claimed median)."""
-    return measured.q3 < claimed.q1 and measured.median < claimed.median * (1.0 - tolerance)
+def over_claims(claimed: float, measured: Spread, tolerance: float) -> bool:
+    """A claim fails when it lies above the measured median's 95% interval by more than
+    ``tolerance`` (a fraction of the interval's upper end)."""
+    return claimed > measured.high * (1.0 + tolerance)
+
+
+def under_claims(claimed: float, measured: Spread, tolerance: float) -> bool:
+    """The claim lies below the measured interval by more than ``tolerance``: it holds, and
+    understates (reported, never a failure)."""
+    return claimed < measured.low * (1.0 - tolerance)
+
+
+def tolerance_for(tolerance: float, noise: float | None) -> tuple[float, bool]:
+    """The tolerance a verdict applies, and whether the machine is too noisy to judge: the
+    noise floor raises ``tolerance`` up to :data:`MAX_TOLERANCE` (or ``tolerance``, if larger);
+    a floor beyond that cap is too noisy."""
+    cap = max(MAX_TOLERANCE, tolerance)
+    floor = noise or 0.0
+    return min(max(tolerance, floor), cap), floor > cap
 
 
 def reliably_faster(measured: Spread, tolerance: float) -> bool:
@@ -74,31 +122,48 @@ def judge(
     best: BestConfig,
     repeats: Sequence[dict[str, TrialResult]],
     claimed: dict[str, float | None],
-    measured: dict[str, float | None],
+    measured: dict[str, Spread | None],
     tol: float,
+    too_noisy: bool,
 ) -> tuple[str, list[str]]:
-    """The verdict and its reasons: a failed config run first, then the claims."""
+    """The verdict and its reasons, by rules in this order: a failed config run; a file that
+    claims nothing; a machine too noisy to judge; a do_not_compile file's call; the speedup
+    over eager; the lead over default torch.compile."""
     failed = next((r["config"] for r in repeats if "config" in r and not r["config"].ok), None)
     if failed is not None:
         kind = "incorrect" if failed.failure_kind == "accuracy" else "broken"
         return kind, [f"the config failed here: {failed.failure_kind}: {failed.error}"]
-    if best.decision == "do_not_compile":
-        return _eager_verdict(measured, tol)
-    claim, mine = _spread(claimed), _spread(measured)
-    if claim is None or mine is None:
+    claim, mine = claimed.get("speedup_vs_eager"), measured.get("config")
+    if best.decision == "compile" and (claim is None or mine is None):
         return "ok", ["the config compiles and matches eager; the file claims no speedup"]
-    said = f"{_x(mine)} eager, claimed {_x(claim)}"
-    if is_slower(claim, mine, tol):
-        why = "the interquartile ranges do not overlap and the median fell by more than"
-        return "slower", [f"measured {said}: {why} {tol:.0%}"]
-    if mine.median >= claim.median:
-        return "ok", [f"measured {said}: the claim holds"]
-    why = f"the interquartile ranges overlap or the median fell by less than {tol:.0%}"
-    return "ok", [f"measured {said}: below the claim but within the noise ({why})"]
+    if too_noisy:
+        return "too_noisy", [
+            f"eager timed against itself strays more than {tol:.0%} from 1.0 here, so no "
+            "claim can be judged: verify on a quiet machine (nothing else running), or raise "
+            "--tolerance to accept a coarser verdict"
+        ]
+    if best.decision == "do_not_compile" or claim is None or mine is None:
+        return _eager_verdict(measured.get("default"), tol)
+    said = f"measured {_x(mine)} eager, claimed {claim:.3f}x"
+    if over_claims(claim, mine, tol):
+        return "slower", [f"{said}: the claim lies above the interval by more than {tol:.0%}"]
+    reasons = [
+        f"{said}: "
+        + ("the claim understates it" if under_claims(claim, mine, tol) else "the claim holds")
+    ]
+    lead, default = claimed.get("speedup_vs_default"), measured.get("default")
+    if lead is None or default is None:
+        return "ok", reasons
+    ahead = mine.ratio(default)
+    said = f"measured {_x(ahead)} default torch.compile, claimed {lead:.3f}x"
+    if over_claims(lead, ahead, tol):
+        return "behind_default", [
+            f"{said}: the claimed lead lies above the interval by more than {tol:.0%}"
+        ]
+    return "ok", [*reasons, f"{said}: the lead holds"]
 
 
-def _eager_verdict(measured: dict[str, float | None], tol: float) -> tuple[str, list[str]]:
-    default = _spread(measured, "default_")
+def _eager_verdict(default: Spread | None, tol: float) -> tuple[str, list[str]]:
     if default is None:
         return "ok", ["default torch.compile does not run here: eager is still the right call"]
     said = f"default torch.compile measured {_x(default)} eager"
@@ -109,13 +174,9 @@ def _eager_verdict(measured: dict[str, float | None], tol: float) -> tuple[str, 
     return "ok", [f"{said}: not reliably faster, eager is still the right call"]
 
 
-def _spread(values: dict[str, float | None], prefix: str = "") -> Spread | None:
-    median = values.get(f"{prefix}speedup_vs_eager")
-    if median is None:
-        return None
-    q1, q3 = values.get(f"{prefix}speedup_vs_eager_q1"), values.get(f"{prefix}speedup_vs_eager_q3")
-    return Spread(median, median if q1 is None else q1, median if q3 is None else q3)
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _x(s: Spread) -> str:
-    return f"{s.median:.3f}x ({s.q1:.3f}x to {s.q3:.3f}x)"
+    return f"{s.median:.3f}x (95% interval {s.low:.3f}x to {s.high:.3f}x)"

@@ -2,8 +2,8 @@
 
 Every measurement is a trial of its own (the search's protocol: correctness gate against eager,
 interleaved timing against eager) in a fresh process with a private, empty kernel cache, so its
-compile time is the cold one a new machine pays. The verdict rules are in :func:`is_slower`,
-:func:`reliably_faster` and docs/verify.md.
+compile time is the cold one a new machine pays. The verdict rules are in :func:`judge`
+(``_rules``) and docs/verify.md.
 """
 
 from __future__ import annotations

@@ -9,8 +9,16 @@ from typing import Any
 
 from autotune.runtime.config import BestConfig
 from autotune.trials import TrialResult
-from autotune.verify._figures import Numbers, Repeat, chosen, claims, measurements, vs_default
-from autotune.verify._rules import VERDICT_EXIT, judge, noise_floor
+from autotune.verify._figures import (
+    Numbers,
+    Repeat,
+    chosen,
+    claims,
+    measurements,
+    spreads,
+    vs_default,
+)
+from autotune.verify._rules import VERDICT_EXIT, judge, noise_floor, tolerance_for
 from autotune.verify._warnings import environment_mismatches, measure_warnings, workload_warnings
 
 
@@ -65,11 +73,12 @@ def build_report(
     best: BestConfig, device: str, repeats: Sequence[Repeat], tolerance: float
 ) -> VerifyReport:
     """Judges the measured ``repeats`` (each with an ``eager`` trial that ran) against ``best``;
-    the tolerance applied is ``tolerance`` or the noise floor, whichever is larger."""
+    the tolerance applied is ``tolerance`` or the noise floor, whichever is larger, up to
+    :data:`~autotune.verify._rules.MAX_TOLERANCE` (a floor past it: ``too_noisy``)."""
     noise = noise_floor([r["eager"] for r in repeats])
-    tol = max(tolerance, noise or 0.0)
+    tol, too_noisy = tolerance_for(tolerance, noise)
     claimed, measured = claims(best), measurements(best, repeats)
-    verdict, reasons = judge(best, repeats, claimed, measured, tol)
+    verdict, reasons = judge(best, repeats, claimed, spreads(best, repeats), tol, too_noisy)
     eager = repeats[0]["eager"]
     mismatches = environment_mismatches(best, eager)
     return VerifyReport(
@@ -109,6 +118,7 @@ def _trial_dict(result: TrialResult) -> dict[str, Any]:
         "speedup_vs_eager_ci_low": result.speedup_vs_eager_ci_low,
         "speedup_vs_eager_ci_high": result.speedup_vs_eager_ci_high,
         "rounds": result.rounds,
+        "speedup_rounds": result.speedup_rounds,
         "latency_median_s": result.latency_median_s,
         "eager_latency_median_s": result.eager_latency_median_s,
         "compile_time_s": result.compile_time_s,

@@ -1,6 +1,6 @@
 """What ``autotune verify`` reports without failing: another environment, device, model or
-inputs than the file's; a noisy machine; default compile failing or catching up; a slow cold
-compile."""
+inputs than the file's; a noisy machine under a raised --tolerance; default compile failing; a
+slow cold compile."""
 
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ def measure_warnings(
     noise: float | None,
     tol: float,
 ) -> list[str]:
-    """Findings that fail no claim: a noisy machine, default compile failing or catching up,
-    a slow cold compile."""
+    """Findings that fail no claim: a noisy machine (under a raised --tolerance), default
+    compile failing, a slow cold compile."""
     found: list[str] = []
-    if noise is not None and noise > NOISY:
+    if noise is not None and NOISY < noise <= tol:  # past --tolerance it is a verdict
         found.append(
             f"noisy timing: eager timed against itself strays ±{noise:.0%} from 1.0, so only "
             "larger drops can fail a claim; verify on a quiet machine, or with --repeats"
@@ -57,9 +57,6 @@ def measure_warnings(
     failed = [r["default"] for r in repeats if "default" in r and not r["default"].ok]
     if failed and best.decision == "compile":
         found.append(f"default torch.compile failed here: {failed[0].failure_kind}")
-    was, now = claimed["speedup_vs_default"], measured["speedup_vs_default"]
-    if was and now and now < was * (1.0 - tol):
-        found.append(f"speedup vs default torch.compile: claimed {was:.2f}x, measured {now:.2f}x")
     return found + _compile_warnings(best, claimed, measured)
 
 

@@ -6,7 +6,9 @@ import os
 import threading
 from dataclasses import replace
 
-from autotune.decide._finalists import left_behind, remeasure
+import pytest
+
+from autotune.decide._finalists import Finalist, left_behind, remeasure
 from autotune.records import TrialRecord
 from autotune.storage._settings import StudySettings
 from autotune.trials import MeasureSettings, TrialResult, TrialSpec
@@ -181,7 +183,7 @@ def test_a_round_short_of_its_precision_says_so_with_the_range_it_reached():
     assert imprecise_round([failed, *quiet], 0.02) == ""  # a failed finalist was not decided on
 
 
-def test_the_decision_of_an_imprecise_round_says_so_in_its_reason(tmp_path, monkeypatch):
+def test_the_decision_of_an_imprecise_round_says_so_in_its_reason(tmp_path, monkeypatch, capsys):
     import json
     from pathlib import Path
 
@@ -208,10 +210,34 @@ def test_the_decision_of_an_imprecise_round_says_so_in_its_reason(tmp_path, monk
         "--finalists", "1", "--measure-seconds", "0.2", "--scope", "whole",
     ])  # fmt: skip
     assert code == 0
-    reason = json.loads((tmp_path / "best.json").read_text())["reason"]
-    assert "mind the noise: the finalists' medians were known to ±10.0% to ±10.0%" in reason
+    written = json.loads((tmp_path / "best.json").read_text())
+    assert (
+        "mind the noise: the finalists' medians were known to ±10.0% to ±10.0%"
+        in (written["reason"])
+    )
+    # The file carries the interval of the round that measured its config, not the search's.
+    metrics = written["metrics"]
+    interval = (metrics["speedup_vs_eager_ci_low"], metrics["speedup_vs_eager_ci_high"])
+    assert interval == pytest.approx((1.35, 1.65))
+    assert main(["show", str(tmp_path / "best.json")]) == 0
+    assert "1.50x eager (95% interval 1.35x to 1.65x)" in capsys.readouterr().out
     report = render_report(load_study_data(storage, "s", importance=False), 200)
     assert "mind the noise" in report
+
+
+def test_a_finalist_claims_the_interval_of_its_cold_and_warm_rounds_pooled():
+    """Two processes that each know their median to about +-1% and disagree by 10%: the
+    record's interval takes in both medians (autotune.measure.pooled)."""
+    cold = TrialResult(status="ok", speedup_vs_eager=2.0, speedup_vs_eager_ci_low=1.98,
+                       speedup_vs_eager_ci_high=2.02,
+                       speedup_rounds=[1.97 + 0.003 * i for i in range(21)])  # fmt: skip
+    warm = replace(
+        cold, speedup_vs_eager=2.2, speedup_rounds=[2.17 + 0.003 * i for i in range(21)]
+    )
+    trial = replace(searched(1), result={"speedup_vs_eager_ci_low": 1.0})  # the search's
+    record = Finalist(trial, cold, warm).record()
+    low, high = record.result["speedup_vs_eager_ci_low"], record.result["speedup_vs_eager_ci_high"]
+    assert low == pytest.approx(2.0) and high == pytest.approx(2.2)  # the two medians
 
 
 def test_with_several_runners_the_cold_runs_go_side_by_side_and_warm_in_reverse_timing():
