@@ -172,7 +172,8 @@ def against_preset(
     """A tuned config that does not beat the best preset of the space by more than the
     measured spread gives way to the preset, which sets fewer knobs (when it is shippable);
     not to one the finalist round left clearly behind it (``behind``: trial numbers, see
-    :func:`~autotune.decide._finalists.left_behind`)."""
+    :func:`~autotune.decide._finalists.left_behind`). Under the latency objective a tie goes
+    first to the narrower spread (:data:`NARROWER`), then to the fewer knobs."""
     from autotune.decide._presets import preset_hashes
 
     names = preset_hashes(settings)
@@ -187,11 +188,31 @@ def against_preset(
         return best, ""
     if refusal(preset, objective, records) is not None:
         return best, ""
+    if objective.kind == "latency" and _width(best) < NARROWER * _width(preset):
+        return best, (
+            f"; it ties the preset {names[preset.config_hash]!r} ({_score(preset, objective)}) "
+            f"within the measured spread, and under the latency objective the narrower spread "
+            f"wins before the fewer-knobs rule does (a server pays a wide spread in its tail): "
+            f"its rounds spread {_width(best):.1%} of its median, the preset's "
+            f"{_width(preset):.1%}"
+        )
     return preset, (
         f"; the tuned trial {best.trial_number} ({_score(best, objective)}) did not beat the "
         f"preset {names[preset.config_hash]!r} ({_score(preset, objective)}) by more than the "
         "measured spread, so the preset is recommended"
     )
+
+
+# Between configs that tie, one whose rounds spread less than this fraction of the other's
+# (interquartile range over median) is the narrower: it wins before the fewer-knobs rule.
+NARROWER = 0.8
+
+
+def _width(r: TrialRecord) -> float:
+    """The spread of a record's rounds: its interquartile range over its median."""
+    median = r.speedup_vs_eager or 0.0
+    q1, q3 = r.speedup_vs_eager_q1 or median, r.speedup_vs_eager_q3 or median
+    return (q3 - q1) / median if median > 0 else float("inf")
 
 
 def spread(r: TrialRecord, objective: Objective | None = None) -> str:

@@ -17,7 +17,20 @@ from dataclasses import dataclass
 from autotune._deadline import Deadline, DeadlineReached
 from autotune._scratch import owner_gone, process_owner
 from autotune.decide._best import best_config
-from autotune.decide._finalists import Finalist, imprecise_round, pick_finalists, remeasure
+from autotune.decide._confirm import (
+    Confirmation,
+    applies,
+    confirm_choice,
+    recorded_confirmation,
+    settle,
+)
+from autotune.decide._finalists import (
+    Finalist,
+    OnResult,
+    imprecise_round,
+    pick_finalists,
+    remeasure,
+)
 from autotune.decide._pick import pareto_finalists, pick_from_front
 from autotune.decide._presets import measured_presets
 from autotune.errors import UsageError
@@ -55,6 +68,7 @@ class Decision:
         remeasured: Whether this call measured them (False: read from the records).
         front: ``--pareto`` studies: the front the config was picked from.
         chosen: ``--pareto`` studies: the picked record (None: eager).
+        confirmation: The confirmation round the claim comes from (None: none ran).
     """
 
     best: BestConfig
@@ -64,6 +78,7 @@ class Decision:
     remeasured: bool = False
     front: list[TrialRecord] | None = None
     chosen: TrialRecord | None = None
+    confirmation: Confirmation | None = None
 
 
 def finalize(
@@ -179,15 +194,28 @@ def _finalized(
         )
         chosen = []
     finalists: list[Finalist] | None = None
+    confirmation: Confirmation | None = None
     found = _recorded(store, study, chosen, remeasure_finalists) if chosen else None
     if found is not None:
         on_note(_reused_note(found, chosen))
         finalists = _from_round(found, records)
+        choice = _decide(records, settings, study, held.storage, finalists).best
+        confirmation = recorded_confirmation(found, finalists, choice, settings)
     elif chosen:
-        finalists = _measure(
-            store, study, chosen, held.local(), runner, deadline, on_note, held.allow_unsafe_knobs
-        )
-    decision = _decide(records, settings, study, held.storage, finalists)
+
+        def then(done: list[Finalist], record: OnResult) -> Confirmation | None:
+            choice = _decide(records, settings, study, held.storage, done).best
+            job = runner[0] if isinstance(runner, Sequence) else runner
+            return confirm_choice(
+                choice, done, held.local(), job, record, deadline, on_note,
+                held.allow_unsafe_knobs, _RUN_ESTIMATE_FACTOR,
+            )  # fmt: skip
+
+        measured = _measure(store, study, chosen, held.local(), runner, deadline, on_note,
+                            held.allow_unsafe_knobs, then)  # fmt: skip
+        if measured is not None:
+            finalists, confirmation = measured
+    decision = _decide(records, settings, study, held.storage, finalists, confirmation)
     decision.round = found
     decision.remeasured = finalists is not None and found is None
     made = decision.best
@@ -232,7 +260,11 @@ def decide(storage: str, study: str, store: RecordStore | None = None) -> Decisi
     chosen = finalist_candidates(records, settings)
     found = _recorded(store, study, chosen, False) if chosen else None
     finalists = _from_round(found, records) if found is not None else None
-    decision = _decide(records, settings, study, storage, finalists)
+    confirmation = None
+    if found is not None and finalists is not None:
+        choice = _decide(records, settings, study, storage, finalists).best
+        confirmation = recorded_confirmation(found, finalists, choice, settings)
+    decision = _decide(records, settings, study, storage, finalists, confirmation)
     decision.round = found
     return decision
 
@@ -360,10 +392,12 @@ def _measure(
     runner: TrialRunner | Sequence[TrialRunner] | None,
     deadline: Deadline,
     on_note: Callable[[str], None],
-    allow_unsafe_knobs: Collection[str] = (),
-) -> list[Finalist] | None:
-    """Measures a new round and records it as it goes; None when the deadline does not leave
-    the time it needs (the decision is then made on the search's measurements)."""
+    allow_unsafe_knobs: Collection[str],
+    then: Callable[[list[Finalist], OnResult], Confirmation | None],
+) -> tuple[list[Finalist], Confirmation | None] | None:
+    """Measures a new round and records it as it goes, then, still holding the round, its
+    confirmation (``then``: recorded in the same round); None when the deadline does not leave
+    the time the finalists need (the decision is then made on the search's measurements)."""
     need = (
         _RUN_ESTIMATE_FACTOR * 2 * sum(r.wall_time_s or settings.compile_budget_s for r in chosen)
     )
@@ -396,13 +430,14 @@ def _measure(
             chosen, settings, on_note=on_note, runner=runner, on_result=record,
             deadline=deadline, allow_unsafe_knobs=allow_unsafe_knobs,
         )  # fmt: skip
+        confirmation = then(done, record)
     except DeadlineReached as reached:
         on_note(f"finalists stopped: {reached}; the winner is chosen from the search's trials")
         return None
     finally:
         store.release_claim(study, FINALISTS_CLAIM, owner)
     store.finish_finalist_round(round_id)
-    return done
+    return done, confirmation
 
 
 def _held_message(study: str, held: Claim) -> str:
@@ -423,12 +458,20 @@ def _decide(
     study: str,
     storage: str,
     finalists: list[Finalist] | None,
+    confirmation: Confirmation | None = None,
 ) -> Decision:
     noise = imprecise_round(finalists or [], settings.finalist_precision)
     if not settings.pareto:
         best = best_config(records, settings, study, storage, finalists=finalists)
         best.reason += noise
-        return Decision(best, records, finalists)
+        if confirmation is not None:
+            best = settle(best, confirmation)
+        elif finalists and applies(settings) and best.decision == "compile":
+            best.reason += (
+                "; not confirmed apart from the choice (no confirmation round ran): the claim "
+                "comes from the round that chose it, which favours the luckiest finalist"
+            )
+        return Decision(best, records, finalists, confirmation=confirmation)
     rule = PickRule.parse(settings.pick or "fastest")
     picked = pick_from_front(records, settings, study, storage, rule, finalists=finalists)
     picked.best.reason += noise

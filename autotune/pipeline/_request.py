@@ -76,6 +76,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         finalist_precision=args.precision or None,
         trials=trials,
         finalists=args.finalists,
+        confirm=args.confirm,
         preset_finalists=args.preset_finalists,
         prune=args.prune,
         pick=args.pick,

@@ -95,8 +95,8 @@ def run_study(
             session.db(session.records.release_claim, name, FILE_CLAIM, owner)
     on_decision(decision)
     if finish.save_cache or finish.save_aot:
-        if decision.best.decision != "compile":
-            why = "No compile cache was exported: the file decides not to compile."
+        if decision.best.config is None:
+            why = "No compile cache was exported: the file runs the model eager."
             return StudyOutcome(decision, records, not_shipped=why)
         from autotune.ship import ship_cache
 

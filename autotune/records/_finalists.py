@@ -32,7 +32,8 @@ from autotune.records._rows import (
 )
 from autotune.records.tables import finalist_results_table, finalist_rounds_table
 
-RUNS = ("cold", "warm")
+# A finalist's cold and warm runs, then the confirmation round's (autotune.decide._confirm)
+RUNS = ("cold", "warm", "confirm1", "confirm2", "confirm3", "confirm4")
 STATES = ("measuring", "done")
 
 

@@ -144,9 +144,13 @@ def render(facts: dict[str, Any]) -> str:
 
 
 def _decision(facts: dict[str, Any]) -> str:
+    runs = "compile the model with torch.compile, as below."
+    eager = "serve the model eager (autotune.apply returns it unchanged)."
+    if facts["decision"] == "inconclusive":
+        return "inconclusive: the cheaper side ships: " + (runs if facts["compile"] else eager)
     if facts["decision"] == "compile":
-        return "compile the model with torch.compile, as below."
-    return "do not compile: serve the model eager (autotune.apply returns it unchanged)."
+        return runs
+    return "do not compile: " + eager
 
 
 def _how(facts: dict[str, Any]) -> list[str]:
@@ -254,8 +258,10 @@ def _workload(facts: dict[str, Any]) -> list[str]:
 
 def _claims(facts: dict[str, Any]) -> list[str]:
     m = facts["claims"]
-    if facts["decision"] != "compile":
+    if facts["compile"] is None:
         lines = ["Claims: eager was not reliably beaten."]
+        if facts["decision"] == "inconclusive":
+            lines = ["Claims: none: the lead of compiling over eager was not resolved."]
         if m.get("eager_latency_median_s"):
             lines.append(f"  eager latency {ms(m['eager_latency_median_s'])}")
         return lines

@@ -51,8 +51,10 @@ def _ships(data: StudyData) -> str:
     if data.decision is None:
         return "-"
     made = data.decision.best
-    if made.decision != "compile":
-        return "eager (do not compile)"
+    if made.config is None:
+        return (
+            "eager (inconclusive)" if made.decision == "inconclusive" else "eager (do not compile)"
+        )
     trial = made.source.get("trial")
     baseline = next((r.baseline for r in data.records if r.trial_number == trial), None)
     what = f"#{trial}" + (f", {baseline} compile" if baseline == "default" else "")

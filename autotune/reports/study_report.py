@@ -290,13 +290,15 @@ def decision(data: StudyData) -> str:
     best = made.best
     basis = "the finalists' fresh measurements" if made.finalists else "the search's trials"
     lines = [f"Decision (as `autotune finalize` would make it now, from {basis}):"]
-    if best.decision == "compile" and best.config is not None:
+    if best.decision == "inconclusive":
+        lines.append("  inconclusive: the confirmation round did not resolve the lead")
+    if best.config is not None:
         from autotune.reports.terminal import claimed
 
         lines.append(f"  compile with trial {best.source.get('trial')}: {best.config.brief()}")
         lines.append(f"  {claimed(best)}")
     else:
-        lines.append("  do not compile")
+        lines.append("  do not compile: run the model eager")
     lines.append(f"  why: {best.reason}.")
     return "\n".join(lines)
 

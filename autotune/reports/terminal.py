@@ -131,7 +131,9 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
     baselines = sum(1 for r in records if r.baseline is not None)
     searched = f", {baselines} of them baselines" if baselines else ""
     lines = [f"{len(records)} trials{searched} ({counts}){_screening(records)}."]
-    if best.decision == "compile" and best.config is not None:
+    if best.decision == "inconclusive":
+        lines.append(f"Inconclusive: ships {_ships(best)}; see the file's reason.")
+    if best.config is not None:
         m = best.metrics
         lines.append(f"Best: trial {best.source.get('trial')}: {best.config.brief()}")
         lines.append(f"      {claimed(best)}")
@@ -170,12 +172,20 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
     return "\n".join(lines)
 
 
+def _ships(best: BestConfig) -> str:
+    return "eager" if best.config is None else f"trial {best.source.get('trial')}"
+
+
 def claimed(best: BestConfig) -> str:
-    """The winner's figures: ``12.3ms vs eager 30.2ms: 2.30x eager, 1.00x default ...``."""
+    """The winner's figures: ``12.3ms vs eager 30.2ms: 2.30x eager (95% interval 2.25x to
+    2.41x), 1.00x default ...``. The speedup is the median of paired per-round ratios, the
+    latencies the medians of the same processes' rounds."""
     m = best.metric
+    low, high = m("speedup_vs_eager_ci_low"), m("speedup_vs_eager_ci_high")
+    known = f" (95% interval {_x(low)} to {_x(high)})" if low and high else ""
     said = (
         f"{_ms(m('latency_median_s'))} vs eager {_ms(m('eager_latency_median_s'))}: "
-        f"{_x(m('speedup_vs_eager'))} eager, {_x(m('speedup_vs_default'))} default "
+        f"{_x(m('speedup_vs_eager'))} eager{known}, {_x(m('speedup_vs_default'))} default "
         f"torch.compile, compile {m('compile_time_s') or 0:.1f}s"
     )
     if m("traffic_p99_s") is not None:

@@ -61,7 +61,10 @@ SCHEMA_VERSION = 2
 # A file with several entries (one per device name and torch version) is version 2; a file
 # with one entry stays version 1, readable by every autotune since the first.
 FILE_SCHEMA_VERSION = 2
-DECISIONS = ("compile", "do_not_compile")
+# compile: the config won and its lead was confirmed (or never put to a confirmation round);
+# do_not_compile: eager won; inconclusive: the confirmation round did not resolve the lead, and
+# the cheaper side ships (default compile as the config, or eager: no config)
+DECISIONS = ("compile", "do_not_compile", "inconclusive")
 
 
 def load(path: str | os.PathLike[str]) -> BestConfig:
@@ -89,9 +92,11 @@ class BestConfig:
     """The best-config file: the decision, the winning config, and where it was measured.
 
     Attributes:
-        decision: ``"compile"`` or ``"do_not_compile"`` (eager won).
+        decision: ``"compile"``, ``"do_not_compile"`` (eager won) or ``"inconclusive"``
+            (the confirmation round did not resolve the winner's lead: the cheaper side ships).
         reason: One human sentence explaining the decision.
-        config: The winning config; ``None`` exactly when the decision is ``do_not_compile``.
+        config: The config to run: ``None`` for ``do_not_compile``, and for an
+            ``inconclusive`` decision that ships eager.
         config_hash: ``config.config_hash()``; filled in when left ``None``.
         metrics: Free-form numbers (``latency_median_s``, ``speedup_vs_eager``, ...), named as
             a trial's result names them; read them with :meth:`metric`.
@@ -469,6 +474,8 @@ def _decision_problems(d: Mapping[str, Any]) -> list[str]:
         return problems + ([] if digest is None else [expect("config_hash", digest, "null")])
     if "config" not in d:
         return []
+    if config is None and decision == "inconclusive":  # it ships eager
+        return [] if digest is None else [expect("config_hash", digest, "null")]
     if config is None:
         return ["config: a 'compile' decision needs a config, got null"]
     if not isinstance(config, CompileConfig):

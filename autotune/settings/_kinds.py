@@ -145,6 +145,7 @@ KINDS: dict[str, Kind] = {
     "positive_int": _integer(rules.positive_int),
     "non_negative_int": _integer(rules.non_negative_int),
     "seed": _integer(rules.seed),
+    "confirm": _integer(rules.confirm),
     "positive_float": _real(rules.positive_float),
     "non_negative_float": _real(rules.non_negative_float),
     "fraction": _real(rules.fraction),

@@ -128,6 +128,21 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "--confirm",
+        default=2,
+        field="confirm",
+        changeable=True,
+        kind="confirm",
+        metavar="N",
+        help=(
+            "once the finalists chose, measure the chosen config and default torch.compile "
+            "again in N fresh processes each (ABBA), apart from the choice: the file claims "
+            "what they measured, and says inconclusive (shipping the cheaper side) when they "
+            "do not resolve its lead (latency objective; 0 skips: the file claims the round "
+            "that chose it)"
+        ),
+    ),
+    Option(
         "--preset-finalists",
         default="best",
         field="preset_finalists",

@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 
 SEED_LIMIT = 2**32  # numpy's (and so Optuna's samplers') seeds are 32-bit
+# --confirm: processes per side of the confirmation round (each run is recorded as confirmN)
+MAX_CONFIRM = 4
 SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
 
@@ -30,6 +32,12 @@ def positive_int(value: int) -> int:
 def non_negative_int(value: int) -> int:
     if value < 0:
         raise RuleError(f"must be 0 or more, got {value}")
+    return value
+
+
+def confirm(value: int) -> int:
+    if not 0 <= value <= MAX_CONFIRM:
+        raise RuleError(f"must be in 0 to {MAX_CONFIRM}, got {value}")
     return value
 
 

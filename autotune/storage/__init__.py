@@ -42,6 +42,7 @@ from autotune.storage._records import (
     measurements,
     pooled_interval,
     pooled_measurements,
+    pooled_speedup,
     to_record,
     trial_key,
 )
@@ -68,7 +69,7 @@ __all__ = [
     "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
     "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",
     "measurements", "metric_attrs", "open_optuna_storage", "pooled_interval",
-    "pooled_measurements", "recover_stale",
+    "pooled_measurements", "pooled_speedup", "recover_stale",
     "retrying", "settings_from_row", "settle", "tell_record", "to_record", "transient",
     "trial_key", "user_cache",
 ]  # fmt: skip

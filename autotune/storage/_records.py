@@ -103,10 +103,13 @@ def pooled_measurements(results: list[TrialResult]) -> dict[str, Any]:
     return pooled
 
 
-def pooled_interval(results: list[TrialResult]) -> dict[str, Any]:
-    """The 95% interval of the median speedup over eager of several processes that measured
-    one config (their rounds pooled, widened to each one's median: autotune.measure.pooled),
-    as the result keys a trial gives it; empty when none gives one."""
+def pooled_speedup(results: list[TrialResult]) -> dict[str, float]:
+    """Several processes' speedup over eager of one config as one: the median, quartiles and
+    the median's 95% interval of their rounds pooled, the interval widened to take in each
+    process's own median (:func:`autotune.measure.pooled`). Processes that carry no rounds
+    pool figure by figure (the median of medians, the widest quartiles, the median interval
+    widened the same way); a result that gives no interval is known to its quartiles. Empty
+    when none ran."""
     ran = [r for r in results if r.ok and r.speedup_vs_eager is not None]
     if not ran:
         return {}
@@ -114,17 +117,32 @@ def pooled_interval(results: list[TrialResult]) -> dict[str, Any]:
 
     if all(r.speedup_rounds for r in ran):
         stats = pooled([r.speedup_rounds for r in ran])
-        low, high = stats.ci_low, stats.ci_high
-    elif all(r.speedup_vs_eager_ci_low is not None and r.speedup_vs_eager_ci_high is not None
-             for r in ran):  # fmt: skip
-        low, high = widened(
-            [r.speedup_vs_eager for r in ran],  # type: ignore[misc]
-            [r.speedup_vs_eager_ci_low for r in ran],  # type: ignore[misc]
-            [r.speedup_vs_eager_ci_high for r in ran],  # type: ignore[misc]
-        )
+        median, q1, q3, low, high = stats.median, stats.q1, stats.q3, stats.ci_low, stats.ci_high
     else:
-        return {}
-    return {"speedup_vs_eager_ci_low": low, "speedup_vs_eager_ci_high": high}
+        medians = [r.speedup_vs_eager or 0.0 for r in ran]
+        q1s = [_or(r.speedup_vs_eager_q1, m) for r, m in zip(ran, medians, strict=True)]
+        q3s = [_or(r.speedup_vs_eager_q3, m) for r, m in zip(ran, medians, strict=True)]
+        lows = [_or(r.speedup_vs_eager_ci_low, q) for r, q in zip(ran, q1s, strict=True)]
+        highs = [_or(r.speedup_vs_eager_ci_high, q) for r, q in zip(ran, q3s, strict=True)]
+        median, q1, q3 = statistics.median(medians), min(q1s), max(q3s)
+        low, high = widened(medians, lows, highs)
+    return {
+        "speedup_vs_eager": median,
+        "speedup_vs_eager_q1": q1,
+        "speedup_vs_eager_q3": q3,
+        "speedup_vs_eager_ci_low": low,
+        "speedup_vs_eager_ci_high": high,
+    }
+
+
+def pooled_interval(results: list[TrialResult]) -> dict[str, float]:
+    """:func:`pooled_speedup`'s 95% interval alone, as the result keys a trial gives it."""
+    found = pooled_speedup(results)
+    return {k: v for k, v in found.items() if k.endswith(("_ci_low", "_ci_high"))}
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _ratio(speedup: float | None, default: float | None, baseline: str | None) -> float | None:

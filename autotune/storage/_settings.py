@@ -47,6 +47,8 @@ class StudySettings:
     trials: int = DEFAULT["trials"]  # the study's budget of search trials, baselines excluded
     # Configs re-measured cold and warm before the winner is chosen.
     finalists: int = DEFAULT["finalists"]
+    # Processes per side of the confirmation round (autotune.decide._confirm); 0: none.
+    confirm: int = DEFAULT["confirm"]
     # Which of the space's measured presets join them: "best" (the best-scoring one) or "all".
     preset_finalists: str = DEFAULT["preset_finalists"]
     # A sampled trial not within reach of the best so far stops timing after a short first

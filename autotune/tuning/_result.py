@@ -48,8 +48,8 @@ class TuneResult:
 
     @property
     def speedup(self) -> float | None:
-        """What the file claims over eager (None when it says not to compile)."""
-        value = self.best.metric("speedup_vs_eager") if self.best.decision == "compile" else None
+        """What the file claims over eager (None when it runs eager)."""
+        value = self.best.metric("speedup_vs_eager") if self.best.config is not None else None
         return None if value is None else float(value)
 
     def apply(self, model: torch.nn.Module, **options: Any) -> torch.nn.Module:

@@ -14,15 +14,16 @@ Repeat = dict[str, TrialResult]  # one pass over the plan: "eager", "default", "
 Numbers = dict[str, float | None]
 
 
-def chosen(decision: str) -> str:
-    """What the file says to run: ``config``, or ``eager`` for a do_not_compile file."""
-    return "config" if decision == "compile" else "eager"
+def chosen(has_config: bool) -> str:
+    """What the file says to run: ``config``, or ``eager`` for a file without one
+    (do_not_compile, or an inconclusive decision that ships eager)."""
+    return "config" if has_config else "eager"
 
 
 def claims(best: BestConfig) -> Numbers:
     """The numbers the file states about what it says to run (nothing, for eager)."""
     m = best.metrics
-    compiled = best.decision == "compile"
+    compiled = best.config is not None
     return {
         "speedup_vs_eager": m.get("speedup_vs_eager") if compiled else None,
         "speedup_vs_eager_q1": m.get("speedup_vs_eager_q1") if compiled else None,
@@ -43,7 +44,7 @@ def claims(best: BestConfig) -> Numbers:
 def spreads(best: BestConfig, repeats: Sequence[Repeat]) -> dict[str, Spread | None]:
     """The pooled speedups over eager of what the file says to run (``config``: its config, or
     eager against itself) and of default torch.compile (``default``)."""
-    mine = chosen(best.decision)
+    mine = chosen(best.config is not None)
     return {
         "config": Spread.pooled([Spread.of(r.get(mine)) for r in repeats]),
         "default": Spread.pooled([Spread.of(r.get("default")) for r in repeats]),
@@ -53,7 +54,7 @@ def spreads(best: BestConfig, repeats: Sequence[Repeat]) -> dict[str, Spread | N
 def measurements(best: BestConfig, repeats: Sequence[Repeat]) -> Numbers:
     """Pooled over repeats, for what the file says to run (its config, or eager), then for
     default torch.compile."""
-    mine = chosen(best.decision)
+    mine = chosen(best.config is not None)
     # eager's own latency, not that of its second copy in the eager-vs-eager trial
     latency = "latency_median_s" if mine == "config" else "eager_latency_median_s"
     pooled = spreads(best, repeats)

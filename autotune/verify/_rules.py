@@ -134,7 +134,7 @@ def judge(
         kind = "incorrect" if failed.failure_kind == "accuracy" else "broken"
         return kind, [f"the config failed here: {failed.failure_kind}: {failed.error}"]
     claim, mine = claimed.get("speedup_vs_eager"), measured.get("config")
-    if best.decision == "compile" and (claim is None or mine is None):
+    if best.config is not None and (claim is None or mine is None):
         return "ok", ["the config compiles and matches eager; the file claims no speedup"]
     if too_noisy:
         return "too_noisy", [
@@ -142,7 +142,7 @@ def judge(
             "claim can be judged: verify on a quiet machine (nothing else running), or raise "
             "--tolerance to accept a coarser verdict"
         ]
-    if best.decision == "do_not_compile" or claim is None or mine is None:
+    if best.config is None or claim is None or mine is None:
         return _eager_verdict(measured.get("default"), tol)
     said = f"measured {_x(mine)} eager, claimed {claim:.3f}x"
     if over_claims(claim, mine, tol):

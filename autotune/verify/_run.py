@@ -95,7 +95,7 @@ def plan_measurements(
     plan: list[tuple[str, CompileConfig | None]] = [("eager", None)]
     if default is not None:
         plan.append(("default", default))
-    if best.decision == "compile" and best.config is not None:
+    if best.config is not None:
         plan.append(("config", best.config))
     elif default is None:
         raise UsageError(

@@ -46,7 +46,7 @@ class VerifyReport:
     @property
     def chosen(self) -> str:
         """What the file says to run: ``config``, or ``eager`` for a do_not_compile file."""
-        return chosen(self.decision)
+        return chosen(self.config is not None)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: claimed_* and measured_* keys flat, then one entry per repeat."""

@@ -55,7 +55,7 @@ def measure_warnings(
             "larger drops can fail a claim; verify on a quiet machine, or with --repeats"
         )
     failed = [r["default"] for r in repeats if "default" in r and not r["default"].ok]
-    if failed and best.decision == "compile":
+    if failed and best.config is not None:
         found.append(f"default torch.compile failed here: {failed[0].failure_kind}")
     return found + _compile_warnings(best, claimed, measured)
 

@@ -363,7 +363,10 @@ def test_finalists_are_remeasured_cold_and_warm(tmp_path, model_file, space_file
     assert "finalist [default]: " in printed
     lines = [line for line in printed.splitlines() if line.startswith("finalist #")]
     assert len(lines) == 1 and "cold compile 10.0s" in lines[0] and "warm compile 1.0s" in lines[0]
-    assert len(runs) == 4 + 4  # baselines and trials, then two finalists cold and warm
+    # baselines and trials, two finalists cold and warm, then the confirmation round: the
+    # chosen config and default compile in two processes each
+    assert len(runs) == 4 + 4 + 4
+    assert "confirmed apart from the choice" in autotune.load(tmp_path / "best_config.json").reason
     best = autotune.load(tmp_path / "best_config.json")
     assert best.decision == "compile" and best.config.backend == "aot_eager"
     assert best.metrics["cold_compile_time_s"] == 10.0

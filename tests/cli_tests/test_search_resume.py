@@ -70,7 +70,7 @@ def test_remeasure_measures_the_recorded_finalists_again(run, runs):
     code, out = run("--remeasure")
     assert code == 0, out
     assert "re-measuring 2 finalists" in out and "using their cold and warm" not in out
-    assert len(runs) == before + 4  # two finalists, cold and warm; no trial
+    assert len(runs) == before + 4 + 4  # two finalists cold and warm, then confirmed; no trial
 
 
 def test_raising_the_budget_runs_only_the_new_trials_and_says_the_budget_changed(
@@ -105,8 +105,8 @@ def test_other_settings_cannot_change_on_resume_and_every_difference_is_named(ru
     ):
         assert difference in out
     assert (
-        "Only --charge-warm-compile, --compile-budget-factor, --finalists, --no-prune, --pick, "
-        "--precision, --preset-finalists and --trials may change"
+        "Only --charge-warm-compile, --compile-budget-factor, --confirm, --finalists, --no-prune, "
+        "--pick, --precision, --preset-finalists and --trials may change"
     ) in " ".join(out.split())
     assert len(runs) == before
 

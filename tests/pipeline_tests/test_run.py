@@ -97,5 +97,5 @@ def test_nothing_ships_beside_a_file_that_does_not_compile(tmp_path, settings, m
     search = Search(SearchRequest("s", f"sqlite:///{tmp_path}/a.db", settings), Slower())
     outcome = run_study(search, Finish(str(tmp_path / "best.json"), save_aot=True))
     assert outcome.decision is not None and outcome.decision.best.decision == "do_not_compile"
-    assert outcome.not_shipped == "No compile cache was exported: the file decides not to compile."
+    assert outcome.not_shipped == "No compile cache was exported: the file runs the model eager."
     assert shipped == []

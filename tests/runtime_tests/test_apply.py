@@ -234,6 +234,8 @@ def test_a_whole_model_whose_forward_is_torchs_own_is_wrapped_and_compiles() -> 
 
 def test_do_not_compile_returns_the_same_object(tmp_path: Path) -> None:
     model = _net()
+    tie = BestConfig(decision="inconclusive", reason="inconclusive: eager ships")
+    assert autotune.apply(model, tie) is model  # an inconclusive file that ships eager
     best = BestConfig(decision="do_not_compile", reason="eager was fastest")
     assert autotune.apply(model, best) is model
     best.dump(tmp_path / "best_config.json")

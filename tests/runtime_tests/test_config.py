@@ -178,11 +178,17 @@ def test_decision_and_config_must_agree() -> None:
         _best(decision="do_not_compile")
     with pytest.raises(ConfigError, match="a 'compile' decision needs a config"):
         _best(config=None)
-    with pytest.raises(ConfigError, match="decision: expected 'compile' or 'do_not_compile'"):
+    with pytest.raises(
+        ConfigError, match="decision: expected 'compile' or 'do_not_compile' or 'inconclusive'"
+    ):
         _best(decision="maybe")
     eager = _best(decision="do_not_compile", config=None)
     assert eager.config_hash is None
     assert BestConfig.from_dict(json.loads(eager.to_json())) == eager
+    # inconclusive ships the cheaper side: a config (default compile) or eager (none)
+    for config in (None, CompileConfig()):
+        tie = _best(decision="inconclusive", config=config)
+        assert BestConfig.from_dict(json.loads(tie.to_json())) == tie
 
 
 def test_dump_is_atomic_and_load_reads_it_back(tmp_path: Path) -> None:

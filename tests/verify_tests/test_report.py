@@ -238,3 +238,28 @@ def test_default_compile_failing_is_a_warning_and_catching_up_fails_the_lead(
     found = report(best(), repeat(default=default))
     assert found.verdict == verdict
     assert found.warnings == warnings
+
+
+def test_an_inconclusive_file_is_verified_as_what_it_ships():
+    """Shipping default compile, its claims are default compile's; shipping eager, it is
+    judged as a do_not_compile file is."""
+    from autotune.verify import plan_measurements
+
+    ships_default = BestConfig(
+        decision="inconclusive", reason="inconclusive: a tie", config=CompileConfig(),
+        metrics={**CLAIMS, "speedup_vs_eager": 1.6, "speedup_vs_default": 1.0},
+        environment={"host": "scripted", "torch": "2.13.0"}, model={"sha256": "scripted"},
+        workload={"kind": "infer", "device": "cpu", "inputs": ["(4x16:float32)"]},
+    )  # fmt: skip
+    assert [name for name, _ in plan_measurements(ships_default, CompileConfig())] == [
+        "eager", "default", "config",
+    ]  # fmt: skip
+    found = report(ships_default, repeat(config=scripted.ok(1.6), default=scripted.ok(1.6)))
+    assert found.verdict == "ok" and found.claimed["speedup_vs_eager"] == 1.6
+    found = report(ships_default, repeat(config=scripted.ok(1.3), default=scripted.ok(1.3)))
+    assert found.verdict == "slower"
+    ships_eager = BestConfig(decision="inconclusive", reason="inconclusive: a tie", metrics={},
+                             environment=ships_default.environment, model=ships_default.model,
+                             workload=ships_default.workload)  # fmt: skip
+    found = report(ships_eager, repeat(default=scripted.ok(1.02)))
+    assert found.verdict == "ok" and "not reliably faster" in found.reasons[0]
