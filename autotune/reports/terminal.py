@@ -3,6 +3,7 @@ closing summary."""
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 
 from autotune.decide import Decision
@@ -121,7 +122,38 @@ def decision(made: Decision, out: str) -> str:
         axes = objective.removeprefix("pareto:").split(",")
         lines.append(pareto_table(made.front, axes, title, made.chosen))
     lines.append(summary(made.best, out, made.records))
+    drift = eager_drift(made)
+    if drift:
+        lines.insert(len(lines) - 1, drift)
     return "\n".join(lines)
+
+
+def eager_drift(made: Decision) -> str:
+    """Eager's latency in each stage of the run (the search's baseline, the finalists' rounds,
+    the confirmation's), said once: how far the machine drifted while the figures above were
+    taken; ``""`` when only one stage measured it."""
+    stages: list[tuple[str, list[float]]] = [
+        ("the search", [r.latency_median_s for r in made.records
+                        if r.baseline == "eager" and r.latency_median_s]),
+        ("the finalists", [x.eager_latency_median_s for f in made.finalists or []
+                           for x in (f.cold, f.warm) if x.ok and x.eager_latency_median_s]),
+        ("the confirmation", [x.eager_latency_median_s for runs in (
+            made.confirmation.runs.values() if made.confirmation else ()) for x in runs
+            if x.ok and x.eager_latency_median_s]),
+    ]  # fmt: skip
+    found = [(name, values) for name, values in stages if values]
+    if len(found) < 2:
+        return ""
+    every = [v for _, values in found for v in values]
+    middle = statistics.median(every)
+    drift = max(abs(v - middle) for v in every) / middle
+    said = ", ".join(f"{_span(values)} in {name}" for name, values in found)
+    return f"Eager measured {said}: the machine drifted ±{drift:.0%} over the run."
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return _ms(low) if high - low < 0.005 * low else f"{_ms(low)} to {_ms(high)}"
 
 
 def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
@@ -160,7 +192,8 @@ def summary(best: BestConfig, out: str, records: list[TrialRecord]) -> str:
                 f"{m.get('eager_units_per_s') or 0:,.0f} {unit}/s)"
             )
     else:
-        lines.append("Decision: do not compile.")
+        eager = "do not compile" if best.decision == "do_not_compile" else "run the model eager"
+        lines.append(f"Decision: {eager}.")
         if best.metrics.get("eager_samples_per_s"):
             batch = best.workload.get("batch_size")
             lines.append(
