@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from autotune._scratch import scratch_dir
 from autotune.decide._finalists import Finalist
 from autotune.records import FinalistRound, TrialRecord
 from autotune.runtime.config import BestConfig, CompileConfig
+from autotune.scoring import break_even_calls
 from autotune.settings.rules import MAX_CONFIRM
 from autotune.storage import StudySettings, pooled_speedup
 from autotune.trials import SubprocessRunner, TrialResult, TrialRunner
@@ -251,7 +253,9 @@ def _inconclusive(
     )
     tied = f"{_who(confirmation.chosen)} ({confirmation.chosen.brief})"
     tied += " and default torch.compile" if default is not None else " and eager"
-    shipped = "default torch.compile" if ships_default else "eager"
+    shipped = "eager"
+    if ships_default:  # what the file claims of it, from the same round
+        shipped = f"default torch.compile, which it measured at {_interval(theirs)} eager"
     reason = (
         f"inconclusive: {best.reason}; but the confirmation round, measured apart from the "
         f"choice, did not confirm it: {why}. It ties {tied}; the cheaper side ships: "
@@ -266,6 +270,7 @@ def _inconclusive(
     if ships_default and default is not None:
         config = CompileConfig.from_dict(default.config)
         metrics.update(_claim(confirmation.of(default), theirs))
+        metrics.update(_compile_figures(default, confirmation.of(default)))
         metrics["speedup_vs_default"] = 1.0
     return dataclasses.replace(
         best,
@@ -292,6 +297,27 @@ def _claim(runs: list[TrialResult], pooled: dict[str, float]) -> dict[str, float
         "eager_latency_median_s": statistics.median(
             r.eager_latency_median_s for r in ran if r.eager_latency_median_s is not None
         ),
+    }
+
+
+def _compile_figures(record: TrialRecord, runs: list[TrialResult]) -> dict[str, float | None]:
+    """A shipped config's compile times from its confirmation runs (the first found its cache
+    empty: cold; the next reused it: warm) and the calls after which it pays them back."""
+    compiles = [r.compile_time_s for r in runs if r.ok and r.compile_time_s is not None]
+    if not compiles:
+        return {}
+    ran = [r for r in runs if r.ok]
+    paid = dataclasses.replace(
+        record, compile_time_s=compiles[0],
+        latency_median_s=statistics.median(r.latency_median_s or 0.0 for r in ran),
+        eager_latency_median_s=statistics.median(r.eager_latency_median_s or 0.0 for r in ran),
+    )  # fmt: skip
+    even = break_even_calls(paid)
+    return {
+        "compile_time_s": compiles[0],
+        "cold_compile_time_s": compiles[0],
+        "warm_compile_time_s": compiles[-1] if len(compiles) > 1 else None,
+        "break_even_calls_vs_eager": None if even is None or math.isinf(even) else even,
     }
 
 

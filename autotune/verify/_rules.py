@@ -110,12 +110,15 @@ def reliably_faster(measured: Spread, tolerance: float) -> bool:
 
 
 def noise_floor(eager_vs_eager: Sequence[TrialResult]) -> float | None:
-    """How far eager timed against itself strays from 1.0: per trial the larger of the
-    median's distance from 1 and half the interquartile range; the median over repeats."""
+    """How far a median measured here strays when nothing differs: eager timed against
+    itself, per trial the larger of its median's distance from 1 and the half-width of the
+    median's 95% interval (half the interquartile range for a result that gives no interval);
+    the median over repeats. A model whose single calls vary widely has wide quartiles and
+    still a median known to a few percent: the verdicts compare medians."""
     spreads = [s for s in map(Spread.of, eager_vs_eager) if s is not None]
     if not spreads:
         return None
-    return statistics.median(max(abs(s.median - 1.0), (s.q3 - s.q1) / 2) for s in spreads)
+    return statistics.median(max(abs(s.median - 1.0), (s.high - s.low) / 2) for s in spreads)
 
 
 def judge(

@@ -77,6 +77,9 @@ def test_an_unresolved_lead_is_inconclusive_and_ships_default_compile():
     assert made.config == CompileConfig() and made.source["trial"] == DEFAULT.trial_number
     assert made.metrics["speedup_vs_eager"] == pytest.approx(1.22)
     assert made.metrics["tied_trial"] == 7
+    # what it ships pays back its compile (the confirmation's cold run) like any compile does
+    assert made.metrics["cold_compile_time_s"] == made.metrics["compile_time_s"] == 0.5
+    assert made.metrics["break_even_calls_vs_eager"] == pytest.approx(0.5 / (1e-3 - 1e-3 / 1.22))
     reason = made.reason
     assert reason.startswith("inconclusive: trial 7 was the best correct configuration")
     assert "its lead over default torch.compile is not resolved" in reason
