@@ -622,10 +622,10 @@ SETTINGS_KEYS = (
     "model_path", "device", "space", "space_hash", "torch_version", "workload", "seed",
     "compile_budget_s", "compile_budget_factor", "measure", "sampler", "scope", "scope_plan",
     "objective", "calls", "memory_budget_bytes", "pareto", "finalist_precision", "trials",
-    "finalists", "confirm", "preset_finalists", "prune", "pick", "charge_warm_compile", "batch_sizes",
-    "max_latency_s", "model_sha256", "triton_version", "accuracy", "warmup", "min_rounds",
-    "max_rounds", "target_seconds", "precision", "max_seconds", "stop_below", "screen_seconds",
-    "candidates", "probes", "tree",
+    "finalists", "confirm", "preset_finalists", "prune", "pick", "charge_warm_compile",
+    "batch_sizes", "max_latency_s", "model_sha256", "triton_version", "accuracy", "warmup",
+    "min_rounds", "max_rounds", "target_seconds", "precision", "max_seconds", "stop_below",
+    "screen_seconds", "candidates", "probes", "tree",
     "backend", "name", "fullgraph", "note", "compile", "disable", "newer_setting",
 )  # fmt: skip
 SETTINGS_WORDS = (

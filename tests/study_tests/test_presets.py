@@ -134,14 +134,7 @@ def test_a_preset_the_finalist_round_left_clearly_behind_does_not_take_the_win(
     """ViT at 8 trials (benchmarks/results/suite_cpu_levers_8.md): the round did not run the
     bf16 preset warm, its cold run clearly behind the tuned config's; the tuned config's warm
     run then widened its pooled quartiles down to the preset's one-process upper quartile."""
-    request = _request(tmp_path, model_file, space_file, trials=4)
-    tuned = {"compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
-             "inductor.max_fusion_size": 64}  # fmt: skip
-    search, records = _searched(request, tuned)
-    mine = next(r for r in records if r.speedup_vs_eager == 1.505)
-    preset = next(r for r in records if r.config_hash in preset_hashes(search.session.settings)
-                  and r.config["options"] == {"freezing": True})  # fmt: skip
-    default = next(r for r in records if r.baseline == "default")
+    request, search, records, (mine, preset, default) = _tied(tmp_path, model_file, space_file)
     behind = _ran(1.9, 1.8, 1.95)
     round_ = [
         Finalist(mine, _ran(2.2, 2.1, 2.3), _ran(1.95, 1.85, 2.05)),
@@ -157,6 +150,20 @@ def test_a_preset_the_finalist_round_left_clearly_behind_does_not_take_the_win(
     best = best_config(records, settings, "s", request.storage, finalists=round_)
     assert best.source["trial"] == preset.trial_number
     assert "did not beat the preset 'freezing'" in best.reason
+
+
+def _tied(tmp_path, model_file, space_file):
+    """A search whose tuned config (1.505x) ties the freezing preset (1.5x): the request, the
+    search, its records, and the tuned, preset and default-compile records."""
+    request = _request(tmp_path, model_file, space_file, trials=4)
+    tuned = {"compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
+             "inductor.max_fusion_size": 64}  # fmt: skip
+    search, records = _searched(request, tuned)
+    mine = next(r for r in records if r.speedup_vs_eager == 1.505)
+    preset = next(r for r in records if r.config_hash in preset_hashes(search.session.settings)
+                  and r.config["options"] == {"freezing": True})  # fmt: skip
+    default = next(r for r in records if r.baseline == "default")
+    return request, search, records, (mine, preset, default)
 
 
 def _ran(speedup: float, q1: float, q3: float) -> TrialResult:
@@ -400,14 +407,7 @@ def test_a_tie_goes_to_the_narrower_spread_before_the_fewer_knobs(
     """The tuned config and the preset tie within the spread; the tuned config's rounds
     spread a third as wide (2% of its median against 6%): under the latency objective it
     wins, and the reason states the rule."""
-    request = _request(tmp_path, model_file, space_file, trials=4)
-    tuned = {"compile.mode": "default", "compile.dynamic": True, "inductor.freezing": True,
-             "inductor.max_fusion_size": 64}  # fmt: skip
-    search, records = _searched(request, tuned)
-    mine = next(r for r in records if r.speedup_vs_eager == 1.505)
-    preset = next(r for r in records if r.config_hash in preset_hashes(search.session.settings)
-                  and r.config["options"] == {"freezing": True})  # fmt: skip
-    default = next(r for r in records if r.baseline == "default")
+    request, search, records, (mine, preset, default) = _tied(tmp_path, model_file, space_file)
     narrow, wide = _ran(1.95, 1.93, 1.97), _ran(1.94, 1.88, 2.0)
     round_ = [
         Finalist(mine, narrow, narrow),
