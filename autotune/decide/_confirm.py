@@ -11,9 +11,9 @@ known to the study's precision or its time cap, and the file claims what these r
 
 Three outcomes (:func:`settle`), in this order:
 
-1. **compile, confirmed**: the chosen config's lead is resolved by the intervals: a tuned
-   config's lead over default compile (the lower end of the lead's 95% interval above 1.0), or
-   default compile's own lead over eager, when default compile is what was chosen.
+1. **compile, confirmed**: the chosen config's leads are resolved by the intervals: first its
+   lead over eager (the lower end of its 95% interval above 1.0), then, for a tuned config, its
+   lead over default compile (the lower end of the lead's interval above 1.0).
 2. **inconclusive**: the lead is not resolved. The file ships the cheaper side (default
    compile over a tuned config, while its own lead over eager is resolved; eager otherwise),
    names the configs that tie, and says what would settle it.
@@ -201,12 +201,13 @@ def settle(best: BestConfig, confirmation: Confirmation) -> BestConfig:
         why = f"{failed.failure_kind}: {failed.error}" if failed is not None else "no run"
         return _inconclusive(best, confirmation, theirs, f"{_who(chosen)} failed in it ({why})")
     said = f"{_interval(mine)} eager"
-    if default is None:  # default compile was chosen: its own lead over eager
-        if mine["speedup_vs_eager_ci_low"] <= 1.0:
-            return _inconclusive(
-                best, confirmation, {}, f"default torch.compile measured {said}: its lead "
-                "over eager is not resolved",
-            )  # fmt: skip
+    if mine["speedup_vs_eager_ci_low"] <= 1.0:  # compiling over eager, first
+        who = "default torch.compile" if default is None else _who(chosen)
+        return _inconclusive(
+            best, confirmation, theirs, f"{who} measured {said}: its lead over eager is not "
+            "resolved",
+        )  # fmt: skip
+    if default is None:  # default compile was chosen: its lead over eager is the claim
         return _confirmed(best, confirmation, mine, {}, said)
     if not theirs:
         return _confirmed(best, confirmation, mine, {}, said + " (default compile failed)")

@@ -94,6 +94,14 @@ def test_when_default_compile_does_not_beat_eager_either_eager_ships():
     assert "the cheaper side ships: eager" in made.reason
 
 
+def test_a_tuned_config_ahead_of_default_but_not_of_eager_is_inconclusive():
+    """Its lead over default compile is resolved (default compile ran slower than eager), its
+    lead over eager is not: compiling itself is unconfirmed, and eager ships."""
+    made = settle(chose(), runs([scripted.ok(1.01, ci=0.03)] * 2, [scripted.ok(0.8, ci=0.02)] * 2))
+    assert (made.decision, made.config) == ("inconclusive", None)
+    assert "trial 7 measured 1.010x" in made.reason and "lead over eager is not" in made.reason
+
+
 def test_default_compile_chosen_is_confirmed_against_eager_or_inconclusive():
     chosen_default = Confirmation(DEFAULT, None, {1: [scripted.ok(1.3, ci=0.02)] * 2})
     made = settle(chose(CompileConfig(), trial=1), chosen_default)
