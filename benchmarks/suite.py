@@ -48,6 +48,8 @@ from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
 from autotune.storage import StudySettings
 from autotune.study._screen import screened
+from autotune.trials import Spread
+from autotune.verify import MAX_TOLERANCE, over_claims
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -266,6 +268,7 @@ def _verify(best: str, model: str, device: str, repeats: int) -> dict[str, objec
         "high": report.get("measured_speedup_vs_eager_ci_high"),
         "claimed": report.get("claimed_speedup_vs_eager"),
         "default": report.get("measured_default_speedup_vs_eager"),
+        "tolerance": report.get("tolerance"),
     }
 
 
@@ -379,9 +382,28 @@ def _verified(run: dict[str, object]) -> str:
         said += f" vs claimed {claimed:.2f}x"
         if isinstance(measured, float) and measured:
             said += f" (claim {claimed / measured - 1:+.0%})"
+        said += _raised(claimed, measured, low, high, tolerance=run.get("tolerance"))
     elif isinstance(run.get("default"), float):  # "do not compile": default compile's gain now
         said = f"default compile now {run['default']:.2f}x"
     return f"{run['verdict']}: {said}"
+
+
+# The issue's check of verify's power: the file's claim raised by this much must fail.
+RAISED = 1.15
+
+
+def _raised(claimed: float, *measured: object, tolerance: object) -> str:
+    """What verify's rule (:func:`~autotune.verify._rules.over_claims`) says of the claim
+    raised by 15%, on what it measured (median, interval): at the tolerance it applied, or
+    (a run that did not record it) the largest it may apply, the cap."""
+    median, low, high = measured
+    if not (isinstance(median, float) and isinstance(low, float) and isinstance(high, float)):
+        return ""
+    tol = tolerance if isinstance(tolerance, float) else MAX_TOLERANCE
+    raised = claimed * RAISED
+    fails = over_claims(raised, Spread(median, low, high, low, high), tol)
+    verdict = "fails" if fails else "PASSES"
+    return f"; raised 15% ({raised:.2f}x) it {verdict} (tolerance {tol:.0%})"
 
 
 def _report(

@@ -36,8 +36,8 @@ from autotune.records import FinalistRound, TrialRecord
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.scoring import break_even_calls
 from autotune.settings.rules import MAX_CONFIRM
-from autotune.storage import StudySettings, pooled_speedup
-from autotune.trials import SubprocessRunner, TrialResult, TrialRunner
+from autotune.storage import StudySettings
+from autotune.trials import Spread, SubprocessRunner, TrialResult, TrialRunner
 
 RUNS = tuple(f"confirm{n}" for n in range(1, MAX_CONFIRM + 1))
 _PREFIX = "confirm-"
@@ -175,7 +175,8 @@ def recorded_confirmation(
     found: FinalistRound, finalists: list[Finalist], choice: BestConfig, settings: StudySettings
 ) -> Confirmation | None:
     """The confirmation runs a recorded round holds for ``choice`` (the decision its
-    ``finalists`` make), or None when it holds none."""
+    ``finalists`` make), or None when it holds none, or only part of one (a round the timeout
+    cut short: its configs ran unequal numbers of times, and its choice stands unconfirmed)."""
     subjects_ = subjects(choice, finalists) if applies(settings) else None
     if subjects_ is None:
         return None
@@ -187,33 +188,34 @@ def recorded_confirmation(
         ]
         for r in ([chosen] + ([default] if default is not None else []))
     }  # fmt: skip
-    return Confirmation(chosen, default, runs) if runs[chosen.trial_number] else None
+    whole = runs[chosen.trial_number] and len({len(ran) for ran in runs.values()}) == 1
+    return Confirmation(chosen, default, runs) if whole else None
 
 
 def settle(best: BestConfig, confirmation: Confirmation) -> BestConfig:
     """The file ``best`` becomes once confirmed: its claim the confirmation round's figures,
     its decision compile (confirmed) or inconclusive (see the module's rules)."""
     chosen, default = confirmation.chosen, confirmation.default
-    mine = pooled_speedup(confirmation.of(chosen))
-    theirs = pooled_speedup(confirmation.of(default)) if default is not None else {}
+    mine = Spread.pooled(confirmation.of(chosen))
+    theirs = Spread.pooled(confirmation.of(default)) if default is not None else None
     failed = next((r for r in confirmation.of(chosen) if not r.ok), None)
-    if failed is not None or not mine:
+    if failed is not None or mine is None:
         why = f"{failed.failure_kind}: {failed.error}" if failed is not None else "no run"
         return _inconclusive(best, confirmation, theirs, f"{_who(chosen)} failed in it ({why})")
-    said = f"{_interval(mine)} eager"
-    if mine["speedup_vs_eager_ci_low"] <= 1.0:  # compiling over eager, first
+    said = f"{mine.said()} eager"
+    if mine.low <= 1.0:  # compiling over eager, first
         who = "default torch.compile" if default is None else _who(chosen)
         return _inconclusive(
             best, confirmation, theirs, f"{who} measured {said}: its lead over eager is not "
             "resolved",
         )  # fmt: skip
     if default is None:  # default compile was chosen: its lead over eager is the claim
-        return _confirmed(best, confirmation, mine, {}, said)
-    if not theirs:
-        return _confirmed(best, confirmation, mine, {}, said + " (default compile failed)")
-    lead = _lead(mine, theirs)
-    said += f", {_interval(lead)} default torch.compile"
-    if lead["ci_low"] <= 1.0:
+        return _confirmed(best, confirmation, mine, None, said)
+    if theirs is None:
+        return _confirmed(best, confirmation, mine, None, said + " (default compile failed)")
+    lead = mine.ratio(theirs)  # measured in different processes: the widest interval
+    said += f", {lead.said()} default torch.compile"
+    if lead.low <= 1.0:
         return _inconclusive(
             best, confirmation, theirs, f"{_who(chosen)} measured {said}: its lead over "
             "default torch.compile is not resolved",
@@ -224,8 +226,8 @@ def settle(best: BestConfig, confirmation: Confirmation) -> BestConfig:
 def _confirmed(
     best: BestConfig,
     confirmation: Confirmation,
-    mine: dict[str, float],
-    lead: dict[str, float],
+    mine: Spread,
+    lead: Spread | None,
     said: str,
 ) -> BestConfig:
     chosen = confirmation.chosen
@@ -235,28 +237,26 @@ def _confirmed(
         f"{said}; the file claims these figures, not the round that chose it"
     )
     metrics = {**best.metrics, **_claim(confirmation.of(chosen), mine)}
-    if lead:
-        metrics["speedup_vs_default"] = lead["median"]
-        metrics["speedup_vs_default_ci_low"] = lead["ci_low"]
-        metrics["speedup_vs_default_ci_high"] = lead["ci_high"]
+    if lead is not None:
+        metrics["speedup_vs_default"] = lead.median
+        metrics["speedup_vs_default_ci_low"] = lead.low
+        metrics["speedup_vs_default_ci_high"] = lead.high
     metrics["confirmation_runs"] = n
     return dataclasses.replace(best, reason=reason, metrics=metrics, signature=None)
 
 
 def _inconclusive(
-    best: BestConfig, confirmation: Confirmation, theirs: dict[str, float], why: str
+    best: BestConfig, confirmation: Confirmation, theirs: Spread | None, why: str
 ) -> BestConfig:
     """The cheaper side ships: default compile when it is not what failed to confirm and its
     own lead over eager is resolved, else eager."""
     default = confirmation.default
-    ships_default = (
-        default is not None and bool(theirs) and theirs["speedup_vs_eager_ci_low"] > 1.0
-    )
+    ships = theirs if default is not None and theirs is not None and theirs.low > 1.0 else None
     tied = f"{_who(confirmation.chosen)} ({confirmation.chosen.brief})"
     tied += " and default torch.compile" if default is not None else " and eager"
     shipped = "eager"
-    if ships_default:  # what the file claims of it, from the same round
-        shipped = f"default torch.compile, which it measured at {_interval(theirs)} eager"
+    if ships is not None:  # what the file claims of it, from the same round
+        shipped = f"default torch.compile, which it measured at {ships.said()} eager"
     reason = (
         f"inconclusive: {best.reason}; but the confirmation round, measured apart from the "
         f"choice, did not confirm it: {why}. It ties {tied}; the cheaper side ships: "
@@ -268,9 +268,9 @@ def _inconclusive(
         "tied_trial": confirmation.chosen.trial_number,
     }
     config = None
-    if ships_default and default is not None:
+    if ships is not None and default is not None:
         config = CompileConfig.from_dict(default.config)
-        metrics.update(_claim(confirmation.of(default), theirs))
+        metrics.update(_claim(confirmation.of(default), ships))
         metrics.update(_compile_figures(default, confirmation.of(default)))
         metrics["speedup_vs_default"] = 1.0
     return dataclasses.replace(
@@ -285,13 +285,13 @@ def _inconclusive(
     )
 
 
-def _claim(runs: list[TrialResult], pooled: dict[str, float]) -> dict[str, float | int | None]:
+def _claim(runs: list[TrialResult], pooled: Spread) -> dict[str, float | int | None]:
     """The figures a file claims from a config's confirmation runs: its pooled speedup with
     quartiles and interval, and latencies from the same runs (so that the latencies' ratio
     and the speedup agree)."""
     ran = [r for r in runs if r.ok]
     return {
-        **pooled,
+        **pooled.figures(),
         "latency_median_s": statistics.median(
             r.latency_median_s for r in ran if r.latency_median_s is not None
         ),
@@ -320,23 +320,6 @@ def _compile_figures(record: TrialRecord, runs: list[TrialResult]) -> dict[str, 
         "warm_compile_time_s": compiles[-1] if len(compiles) > 1 else None,
         "break_even_calls_vs_eager": None if even is None or math.isinf(even) else even,
     }
-
-
-def _lead(mine: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
-    """The chosen config's speedup over default compile: the ratio of the pooled medians, its
-    interval the widest the two intervals allow (they ran in different processes)."""
-    return {
-        "median": mine["speedup_vs_eager"] / theirs["speedup_vs_eager"],
-        "ci_low": mine["speedup_vs_eager_ci_low"] / theirs["speedup_vs_eager_ci_high"],
-        "ci_high": mine["speedup_vs_eager_ci_high"] / theirs["speedup_vs_eager_ci_low"],
-    }
-
-
-def _interval(figures: dict[str, float]) -> str:
-    median = figures.get("median", figures.get("speedup_vs_eager"))
-    low = figures.get("ci_low", figures.get("speedup_vs_eager_ci_low"))
-    high = figures.get("ci_high", figures.get("speedup_vs_eager_ci_high"))
-    return f"{median:.3f}x (95% interval {low:.3f}x to {high:.3f}x)"
 
 
 def _who(r: TrialRecord) -> str:

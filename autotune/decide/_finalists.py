@@ -26,8 +26,8 @@ from autotune._deadline import Deadline
 from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.scoring import Objective
-from autotune.storage import StudySettings, candidates, pooled_interval, pooled_measurements
-from autotune.trials import SubprocessRunner, TrialResult, TrialRunner, TrialSpec
+from autotune.storage import StudySettings, candidates, pooled_measurements
+from autotune.trials import Spread, SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
 _PREFIX = "finalist-"
 _NO_INTERVAL = {"speedup_vs_eager_ci_low": None, "speedup_vs_eager_ci_high": None}
@@ -55,12 +55,15 @@ class Finalist:
         """The search record with the fresh measurements (compile: cold, or warm)."""
         compile_s = (self.warm if charge_warm_compile else self.cold).compile_time_s
         runs = [self.cold] if self.cold_only else [self.cold, self.warm]
+        pooled = Spread.pooled(runs)
+        interval = {k: v for k, v in (pooled.figures() if pooled else {}).items()
+                    if k.endswith(("_ci_low", "_ci_high"))}  # fmt: skip
         return dataclasses.replace(
             self.searched,
             compile_time_s=compile_s,
             # the interval the file carries is the round's, not the search trial's
-            result={**self.searched.result, **_NO_INTERVAL, **pooled_interval(runs)},
-            **pooled_measurements([self.cold, self.warm]),
+            result={**self.searched.result, **_NO_INTERVAL, **interval},
+            **pooled_measurements(runs),
         )
 
 

@@ -426,14 +426,22 @@ def _measure(
         store.beat_claim(study, FINALISTS_CLAIM, owner)
 
     try:
-        done = remeasure(
-            chosen, settings, on_note=on_note, runner=runner, on_result=record,
-            deadline=deadline, allow_unsafe_knobs=allow_unsafe_knobs,
-        )  # fmt: skip
-        confirmation = then(done, record)
-    except DeadlineReached as reached:
-        on_note(f"finalists stopped: {reached}; the winner is chosen from the search's trials")
-        return None
+        try:
+            done = remeasure(
+                chosen, settings, on_note=on_note, runner=runner, on_result=record,
+                deadline=deadline, allow_unsafe_knobs=allow_unsafe_knobs,
+            )  # fmt: skip
+        except DeadlineReached as reached:
+            on_note(f"finalists stopped: {reached}; the winner is chosen from the search's trials")
+            return None
+        try:
+            confirmation = then(done, record)
+        except DeadlineReached as reached:  # the round stands; its choice goes unconfirmed
+            on_note(
+                f"confirmation stopped: {reached}; the file claims the finalist round that "
+                "chose it, unconfirmed"
+            )
+            confirmation = None
     finally:
         store.release_claim(study, FINALISTS_CLAIM, owner)
     store.finish_finalist_round(round_id)

@@ -35,6 +35,7 @@ from autotune.storage import (
     open_optuna_storage,
     settings_from_row,
 )
+from autotune.trials import Spread
 
 # Optuna's trial states, as a report names a trial that has no record.
 _STATES = {
@@ -44,6 +45,8 @@ _STATES = {
     TrialState.PRUNED: "pruned",
     TrialState.COMPLETE: "complete",
 }
+# The figures a round gives each of its configs (StudyData.round_figures), after a prefix.
+CLAIMED = ("speedup_vs_eager", "speedup_vs_eager_ci_low", "speedup_vs_eager_ci_high")
 IMPORTANCE_EVALUATOR = "PED-ANOVA (optuna.importance.PedAnovaImportanceEvaluator)"
 _MIN_IMPORTANCE_TRIALS = 3
 
@@ -174,6 +177,33 @@ class StudyData:
             return "done"
         return "stopped"
 
+    def round_figures(self) -> dict[int, dict[str, float | None]]:
+        """The decision's own figures of each trial that reached it, by trial number: its
+        speedup over eager in the finalist round that chose (``finalist_*``: its cold and
+        warm processes pooled) and in the confirmation round (``confirmed_*``: its runs
+        pooled), each with the 95% interval of the median; a trial that did not reach a round
+        has no entry, or none for that round."""
+        made = self.decision
+        figures: dict[int, dict[str, float | None]] = {}
+        for f in (made.finalists or []) if made is not None else []:
+            if f.ok:
+                fresh = f.record()
+                figures.setdefault(f.searched.trial_number, {}).update(
+                    _prefixed("finalist_", {
+                        "speedup_vs_eager": fresh.speedup_vs_eager,
+                        "speedup_vs_eager_ci_low": fresh.result.get("speedup_vs_eager_ci_low"),
+                        "speedup_vs_eager_ci_high": fresh.result.get("speedup_vs_eager_ci_high"),
+                    })
+                )  # fmt: skip
+        confirmed = made.confirmation if made is not None else None
+        for number, runs in (confirmed.runs if confirmed is not None else {}).items():
+            pooled = Spread.pooled(runs)
+            if pooled is not None:
+                found = pooled.figures("confirmed_")
+                figures.setdefault(number, {}).update({f"confirmed_{k}": found[f"confirmed_{k}"]
+                                                       for k in CLAIMED})  # fmt: skip
+        return figures
+
     def device_names(self) -> list[str]:
         return sorted(
             {
@@ -182,6 +212,10 @@ class StudyData:
                 if r.environment.get("device_name")
             }
         )
+
+
+def _prefixed(prefix: str, figures: dict[str, Any]) -> dict[str, Any]:
+    return {prefix + k: v for k, v in figures.items()}
 
 
 def load_study_data(storage: str, study: str, *, importance: bool = True) -> StudyData:

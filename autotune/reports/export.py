@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune._atomic import replacing
 from autotune.records import ENV_KEYS
-from autotune.reports._study import StudyData, TrialRow
+from autotune.reports._study import CLAIMED, StudyData, TrialRow
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,7 +51,12 @@ COLUMNS: dict[str, str] = {
     "speedup_vs_eager": "float64",
     "speedup_vs_eager_q1": "float64",
     "speedup_vs_eager_q3": "float64",
+    "speedup_vs_eager_ci_low": "float64",  # the 95% interval of the trial's median
+    "speedup_vs_eager_ci_high": "float64",
     "speedup_vs_default": "float64",
+    # the decision's rounds (StudyData.round_figures): the finalist round that chose, its
+    # processes pooled, and the confirmation round apart from the choice (what a file claims)
+    **{f"{r}_{k}": "float64" for r in ("finalist", "confirmed") for k in CLAIMED},
     "score": "float64",  # the study's objective (higher is better)
     "peak_memory_bytes": "int64",
     # over a traffic mix (get_traffic, --traffic): per request, weighted; empty otherwise
@@ -138,7 +143,8 @@ def study_table(data: StudyData) -> pa.Table:
     """The study's trials as a pyarrow table (the columns of :func:`export_study`)."""
     import pyarrow as pa
 
-    rows = [_row(data, row) for row in data.rows]
+    rounds = data.round_figures()
+    rows = [_row(data, row, rounds.get(row.number, {})) for row in data.rows]
     set_knobs = [_knobs(row) for row in data.rows]
     knobs = _knob_names(data, set_knobs)
     shapes = max((len(_per_shape(row)) for row in data.rows), default=0)
@@ -159,7 +165,7 @@ def study_table(data: StudyData) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=pa.schema(fields))
 
 
-def _row(data: StudyData, row: TrialRow) -> dict[str, Any]:
+def _row(data: StudyData, row: TrialRow, rounds: dict[str, float | None]) -> dict[str, Any]:
     import json
 
     r = row.record
@@ -201,7 +207,10 @@ def _row(data: StudyData, row: TrialRow) -> dict[str, Any]:
         speedup_vs_eager=r.speedup_vs_eager,
         speedup_vs_eager_q1=r.speedup_vs_eager_q1,
         speedup_vs_eager_q3=r.speedup_vs_eager_q3,
+        speedup_vs_eager_ci_low=result.get("speedup_vs_eager_ci_low"),
+        speedup_vs_eager_ci_high=result.get("speedup_vs_eager_ci_high"),
         speedup_vs_default=r.speedup_vs_default,
+        **rounds,
         score=data.objective.score(r),
         peak_memory_bytes=r.peak_memory_bytes,
         **{f"traffic_{k}": (r.traffic or {}).get(k) for k in TRAFFIC_FIGURES},

@@ -249,7 +249,11 @@ def finalists(data: StudyData) -> str:
     if made.round is not None:
         at = made.round.finished_at or made.round.created_at
         when = f" (round {made.round.id}, {at:%Y-%m-%d %H:%M} UTC, by {made.round.owner})"
-    lines = [f"Finalists re-measured cold and warm in fresh processes{when}"]
+    lines = [
+        f"Finalists re-measured cold and warm in fresh processes{when}: speedup over eager "
+        "(quartiles) [95% interval of the median], the two processes pooled"
+    ]
+    figures = data.round_figures()
     for f in made.finalists:
         searched = f.searched
         label = f"[{searched.baseline}]" if searched.baseline else f"#{searched.trial_number}"
@@ -258,14 +262,48 @@ def finalists(data: StudyData) -> str:
             lines.append(f"  {label:<10} {bad.failure_kind}: {_first_line(bad.error)}")
             continue
         fresh = f.record()
+        known = _known(figures.get(searched.trial_number, {}), "finalist_")
         lines.append(
             f"  {label:<10} {times(fresh.speedup_vs_eager, 2)} eager "
-            f"({times(fresh.speedup_vs_eager_q1, 2)}-{times(fresh.speedup_vs_eager_q3, 2)}), "
-            f"compile cold {f.cold.compile_time_s or 0:.1f}s "
+            f"({times(fresh.speedup_vs_eager_q1, 2)}-{times(fresh.speedup_vs_eager_q3, 2)}) "
+            f"{known}, compile cold {f.cold.compile_time_s or 0:.1f}s "
             + ("warm not run " if f.cold_only else f"warm {f.warm.compile_time_s or 0:.1f}s ")
             + f" {clip(searched.brief, 70)}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _confirmation(data, figures))
+
+
+def _confirmation(data: StudyData, figures: dict[int, dict[str, float | None]]) -> list[str]:
+    """The confirmation round's lines: each config it measured, its runs pooled."""
+    made = data.decision
+    confirmed = made.confirmation if made is not None else None
+    if confirmed is None:
+        return []
+    n = len(confirmed.of(confirmed.chosen))
+    lines = [
+        f"Confirmation round, apart from the choice ({n} fresh processes each, ABBA): what the "
+        "file claims"
+    ]
+    for r in filter(None, (confirmed.chosen, confirmed.default)):
+        label = f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}"
+        mine = figures.get(r.trial_number, {})
+        if mine.get("confirmed_speedup_vs_eager") is None:
+            failed = next((x for x in confirmed.of(r) if not x.ok), None)
+            why = f"{failed.failure_kind}: {_first_line(failed.error)}" if failed else "no run"
+            lines.append(f"  {label:<10} {why}")
+            continue
+        lines.append(
+            f"  {label:<10} {times(mine['confirmed_speedup_vs_eager'], 2)} eager "
+            f"{_known(mine, 'confirmed_')}  {clip(r.brief, 70)}"
+        )
+    return lines
+
+
+def _known(figures: dict[str, float | None], prefix: str) -> str:
+    """``[2.05x, 2.19x]``: the 95% interval of a round's median, ``[-]`` when not known."""
+    low = figures.get(f"{prefix}speedup_vs_eager_ci_low")
+    high = figures.get(f"{prefix}speedup_vs_eager_ci_high")
+    return f"[{times(low, 2)}, {times(high, 2)}]" if low and high else "[-]"
 
 
 def pareto(data: StudyData) -> str:

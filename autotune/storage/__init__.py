@@ -40,9 +40,7 @@ from autotune.storage._records import (
     eager_baseline,
     eager_baselines,
     measurements,
-    pooled_interval,
     pooled_measurements,
-    pooled_speedup,
     to_record,
     trial_key,
 )
@@ -68,8 +66,8 @@ __all__ = [
     "PRIOR_ATTR", "SCOPE_ATTR", "STARTED_FROM_ATTR", "START_FROM_ATTR", "TELL_REFUSED",
     "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
     "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",
-    "measurements", "metric_attrs", "open_optuna_storage", "pooled_interval",
-    "pooled_measurements", "pooled_speedup", "recover_stale",
+    "measurements", "metric_attrs", "open_optuna_storage",
+    "pooled_measurements", "recover_stale",
     "retrying", "settings_from_row", "settle", "tell_record", "to_record", "transient",
     "trial_key", "user_cache",
 ]  # fmt: skip

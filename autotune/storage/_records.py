@@ -9,13 +9,14 @@ from typing import Any
 
 from autotune.records import TrialRecord
 from autotune.runtime.config import CompileConfig
-from autotune.trials import TrialFigures, TrialResult
+from autotune.trials import Spread, TrialFigures, TrialResult
 
 EAGER_HASH = "eager"
 
 # The steady-state figures of a trial (TrialResult fields, TrialRecord fields of the same
 # name), each with how several processes' values of one config are pooled into one: the
-# median of their medians, the widest quartiles, the largest peak.
+# median of their medians, the widest quartiles, the largest peak; the speedups, where the
+# processes carry their rounds, as Spread.pooled pools them.
 MEASUREMENTS: dict[str, Callable[[list[Any]], Any]] = {
     "latency_median_s": statistics.median,
     "latency_iqr_s": max,
@@ -100,49 +101,10 @@ def pooled_measurements(results: list[TrialResult]) -> dict[str, Any]:
     for name, how in MEASUREMENTS.items():
         found = [m[name] for m in each if m[name] is not None]
         pooled[name] = how(found) if found else None
+    speedup = Spread.pooled(results)  # their rounds as one, where they carry them
+    if speedup is not None:
+        pooled.update({k: v for k, v in speedup.figures().items() if k in _SPEEDUPS})
     return pooled
-
-
-def pooled_speedup(results: list[TrialResult]) -> dict[str, float]:
-    """Several processes' speedup over eager of one config as one: the median, quartiles and
-    the median's 95% interval of their rounds pooled, the interval widened to take in each
-    process's own median (:func:`autotune.measure.pooled`). Processes that carry no rounds
-    pool figure by figure (the median of medians, the widest quartiles, the median interval
-    widened the same way); a result that gives no interval is known to its quartiles. Empty
-    when none ran."""
-    ran = [r for r in results if r.ok and r.speedup_vs_eager is not None]
-    if not ran:
-        return {}
-    from autotune.measure import pooled, widened
-
-    if all(r.speedup_rounds for r in ran):
-        stats = pooled([r.speedup_rounds for r in ran])
-        median, q1, q3, low, high = stats.median, stats.q1, stats.q3, stats.ci_low, stats.ci_high
-    else:
-        medians = [r.speedup_vs_eager or 0.0 for r in ran]
-        q1s = [_or(r.speedup_vs_eager_q1, m) for r, m in zip(ran, medians, strict=True)]
-        q3s = [_or(r.speedup_vs_eager_q3, m) for r, m in zip(ran, medians, strict=True)]
-        lows = [_or(r.speedup_vs_eager_ci_low, q) for r, q in zip(ran, q1s, strict=True)]
-        highs = [_or(r.speedup_vs_eager_ci_high, q) for r, q in zip(ran, q3s, strict=True)]
-        median, q1, q3 = statistics.median(medians), min(q1s), max(q3s)
-        low, high = widened(medians, lows, highs)
-    return {
-        "speedup_vs_eager": median,
-        "speedup_vs_eager_q1": q1,
-        "speedup_vs_eager_q3": q3,
-        "speedup_vs_eager_ci_low": low,
-        "speedup_vs_eager_ci_high": high,
-    }
-
-
-def pooled_interval(results: list[TrialResult]) -> dict[str, float]:
-    """:func:`pooled_speedup`'s 95% interval alone, as the result keys a trial gives it."""
-    found = pooled_speedup(results)
-    return {k: v for k, v in found.items() if k.endswith(("_ci_low", "_ci_high"))}
-
-
-def _or(value: float | None, default: float) -> float:
-    return default if value is None else value
 
 
 def _ratio(speedup: float | None, default: float | None, baseline: str | None) -> float | None:

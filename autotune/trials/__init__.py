@@ -25,9 +25,11 @@ from autotune.trials._spec import (
     TrialResult,
     TrialSpec,
 )
+from autotune.trials._spread import Spread
 
 __all__ = [
     "Pipeline",
+    "Spread",
     "PipelinedRunner",
     "CACHE_PARTS",
     "DEFAULT_PRECISION",

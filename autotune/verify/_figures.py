@@ -1,5 +1,5 @@
 """The numbers ``autotune verify`` compares: what the file claims, and what was measured here,
-pooled over repeats (their rounds as one, :meth:`Spread.pooled`)."""
+pooled over repeats (their rounds as one, :meth:`~autotune.trials.Spread.pooled`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 from autotune.runtime.config import BestConfig
-from autotune.trials import TrialResult
-from autotune.verify._rules import Spread
+from autotune.trials import Spread, TrialResult
 
 Repeat = dict[str, TrialResult]  # one pass over the plan: "eager", "default", "config"
 Numbers = dict[str, float | None]
@@ -46,8 +45,8 @@ def spreads(best: BestConfig, repeats: Sequence[Repeat]) -> dict[str, Spread | N
     eager against itself) and of default torch.compile (``default``)."""
     mine = chosen(best.config is not None)
     return {
-        "config": Spread.pooled([Spread.of(r.get(mine)) for r in repeats]),
-        "default": Spread.pooled([Spread.of(r.get("default")) for r in repeats]),
+        "config": Spread.pooled([r.get(mine) for r in repeats]),
+        "default": Spread.pooled([r.get("default") for r in repeats]),
     }
 
 

@@ -1,16 +1,15 @@
 """The verdict rules of ``autotune verify``: when a claim fails, when the machine is too noisy
-to judge one, and when eager is no longer the right call. Speedups are :class:`Spread` s: a
-median of paired per-round ratios, its quartiles and its 95% interval, as every trial measures
-them, pooled over repeats."""
+to judge one, and when eager is no longer the right call. Speedups are
+:class:`~autotune.trials.Spread` s: a median of paired per-round ratios, its quartiles and its
+95% interval, as every trial measures them, pooled over repeats."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from autotune.runtime.config import BestConfig
-from autotune.trials import TrialResult
+from autotune.trials import Spread, TrialResult
 
 VERDICT_EXIT = {
     "ok": 0, "slower": 1, "behind_default": 1, "incorrect": 1, "broken": 1,
@@ -22,64 +21,6 @@ DEFAULT_TOLERANCE = 0.05
 MAX_TOLERANCE = 0.10
 # Each measurement runs once by default; more repeats are pooled (their rounds).
 DEFAULT_REPEATS = 1
-
-
-@dataclass(frozen=True)
-class Spread:
-    """A speedup over eager: the median of paired per-round ratios, their quartiles (the
-    config's own spread) and the 95% interval of the median (how well it is known)."""
-
-    median: float
-    q1: float
-    q3: float
-    low: float
-    high: float
-    rounds: tuple[float, ...] = field(default=(), compare=False, repr=False)
-
-    @classmethod
-    def of(cls, result: TrialResult | None) -> Spread | None:
-        """The speedup a trial measured, or ``None`` when it did not run. A result that gives
-        no interval (written before results carried one) is known to its quartiles."""
-        if result is None or not result.ok or result.speedup_vs_eager is None:
-            return None
-        median = result.speedup_vs_eager
-        q1 = _or(result.speedup_vs_eager_q1, median)
-        q3 = _or(result.speedup_vs_eager_q3, median)
-        low, high = (
-            _or(result.speedup_vs_eager_ci_low, q1),
-            _or(result.speedup_vs_eager_ci_high, q3),
-        )
-        return cls(median, q1, q3, low, high, tuple(result.speedup_rounds))
-
-    @classmethod
-    def pooled(cls, spreads: Sequence[Spread | None]) -> Spread | None:
-        """Repeats pooled (:func:`autotune.measure.pooled`): the rounds of every repeat as one,
-        the interval widened to each repeat's own median. Repeats that carry no rounds pool
-        figure by figure: the median of their medians and quartiles, the interval from the
-        median of their intervals widened the same way."""
-        found = [s for s in spreads if s is not None]
-        if not found:
-            return None
-        from autotune.measure import pooled, widened
-
-        if all(s.rounds for s in found):
-            stats = pooled([s.rounds for s in found])
-            return cls(stats.median, stats.q1, stats.q3, stats.ci_low, stats.ci_high)
-        median, q1, q3 = (
-            statistics.median(getattr(s, k) for s in found) for k in ("median", "q1", "q3")
-        )
-        low, high = widened(
-            [s.median for s in found], [s.low for s in found], [s.high for s in found]
-        )
-        return cls(median, q1, q3, low, high)
-
-    def ratio(self, other: Spread) -> Spread:
-        """This speedup over ``other`` (both against eager, measured apart): the ratio of the
-        medians, its interval the widest the two intervals allow."""
-        return Spread(
-            self.median / other.median, self.q1 / other.q3, self.q3 / other.q1,
-            self.low / other.high, self.high / other.low,
-        )  # fmt: skip
 
 
 def over_claims(claimed: float, measured: Spread, tolerance: float) -> bool:
@@ -147,7 +88,7 @@ def judge(
         ]
     if best.config is None or claim is None or mine is None:
         return _eager_verdict(measured.get("default"), tol)
-    said = f"measured {_x(mine)} eager, claimed {claim:.3f}x"
+    said = f"measured {mine.said()} eager, claimed {claim:.3f}x"
     if over_claims(claim, mine, tol):
         return "slower", [f"{said}: the claim lies above the interval by more than {tol:.0%}"]
     reasons = [
@@ -158,7 +99,7 @@ def judge(
     if lead is None or default is None:
         return "ok", reasons
     ahead = mine.ratio(default)
-    said = f"measured {_x(ahead)} default torch.compile, claimed {lead:.3f}x"
+    said = f"measured {ahead.said()} default torch.compile, claimed {lead:.3f}x"
     if over_claims(lead, ahead, tol):
         return "behind_default", [
             f"{said}: the claimed lead lies above the interval by more than {tol:.0%}"
@@ -169,17 +110,9 @@ def judge(
 def _eager_verdict(default: Spread | None, tol: float) -> tuple[str, list[str]]:
     if default is None:
         return "ok", ["default torch.compile does not run here: eager is still the right call"]
-    said = f"default torch.compile measured {_x(default)} eager"
+    said = f"default torch.compile measured {default.said()} eager"
     if reliably_faster(default, tol):
         return "compile_now_faster", [
             f"{said}: reliably faster now (q1 > 1 and more than {tol:.0%}); search again"
         ]
     return "ok", [f"{said}: not reliably faster, eager is still the right call"]
-
-
-def _or(value: float | None, default: float) -> float:
-    return default if value is None else value
-
-
-def _x(s: Spread) -> str:
-    return f"{s.median:.3f}x (95% interval {s.low:.3f}x to {s.high:.3f}x)"

@@ -11,6 +11,7 @@ import scripted
 import torch
 
 import autotune
+from autotune._deadline import DeadlineReached
 from autotune.cli import main
 from autotune.decide._confirm import RUNS, Confirmation, confirm, settle
 from autotune.records import TrialRecord
@@ -203,6 +204,39 @@ def test_a_search_whose_confirmation_ties_says_inconclusive_and_ships_default_co
     assert "the cheaper side ships: default torch.compile" in written["reason"]
     model = autotune.apply(torch.nn.Linear(4, 4), tmp_path / "best.json")
     assert model is not None
+
+
+def test_a_confirmation_the_timeout_cuts_short_leaves_the_choice_unconfirmed_and_the_round_whole(
+    tmp_path, monkeypatch, model_file, space_file, capsys
+):
+    planted = confirming(chosen=1.6, default=1.2)
+    confirm_runs: list[TrialSpec] = []
+
+    def script(spec: TrialSpec) -> TrialResult:
+        if "confirm-" in (spec.cache_dir or ""):
+            confirm_runs.append(spec)
+            if len(confirm_runs) == 2:  # as Deadline.check raises it between runs
+                raise DeadlineReached("the timeout of 60 s was spent before the confirm1 run")
+        return planted(spec)
+
+    specs = scripted.use(monkeypatch, script)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    written = search(tmp_path, model_file, space_file)
+
+    assert written["decision"] == "compile"
+    assert written["metrics"]["speedup_vs_eager"] == pytest.approx(2.0)  # the choosing round
+    assert "confirmation_runs" not in written["metrics"]
+    assert "not confirmed apart from the choice" in written["reason"]
+    assert "confirmation stopped: the timeout of 60 s" in capsys.readouterr().out
+    # The finalist round was kept whole: a later finalize decides on it and measures nothing,
+    # and does not take the confirmation's one run for a confirmation.
+    before = len(specs)
+    storage = f"sqlite:///{tmp_path}/s.db"
+    again = tmp_path / "again.json"
+    assert main(["finalize", "--study", "s", "--storage", storage, "--model",
+                 model_file("tiny"), "--out", str(again)]) == 0  # fmt: skip
+    assert len(specs) == before
+    assert json.loads(again.read_text())["metrics"]["speedup_vs_eager"] == pytest.approx(2.0)
 
 
 def test_confirm_0_claims_the_choosing_round_and_says_so(

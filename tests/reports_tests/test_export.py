@@ -42,6 +42,40 @@ def test_duckdb_reads_a_column_per_knob_and_the_metrics(study_storage, tmp_path,
     assert all(r["worker_pid"] is not None and r["torch_version"] for r in ok)
 
 
+def test_each_trial_carries_its_interval_and_the_rounds_figures_that_the_file_claims(
+    study_storage, tmp_path
+):
+    data = load_study_data(study_storage, STUDY, importance=False)
+    path = tmp_path / "s.parquet"
+    export_study(data, path)
+
+    rows = {r["trial_number"]: r for r in pq.read_table(path).to_pylist()}
+
+    made = data.decision
+    assert made is not None and made.finalists and made.confirmation is not None
+    for row in rows.values():  # a trial's own interval, where the result gives one
+        if row["status"] == "ok" and row["duplicate_of"] is None:
+            assert row["speedup_vs_eager_ci_low"] is None or (
+                row["speedup_vs_eager_ci_low"] <= row["speedup_vs_eager"]
+                <= row["speedup_vs_eager_ci_high"]
+            )  # fmt: skip
+    finalists = {f.searched.trial_number for f in made.finalists}
+    assert {n for n, r in rows.items() if r["finalist_speedup_vs_eager"]} == finalists
+    for n in finalists:
+        row = rows[n]
+        assert row["finalist_speedup_vs_eager_ci_low"] <= row["finalist_speedup_vs_eager"]
+        assert row["finalist_speedup_vs_eager"] <= row["finalist_speedup_vs_eager_ci_high"]
+    confirmed = {n for n, r in rows.items() if r["confirmed_speedup_vs_eager"]}
+    chosen = made.confirmation.chosen.trial_number
+    assert chosen in confirmed and confirmed <= finalists
+    if made.best.decision == "compile":  # the claim is the confirmation round's figure
+        claim = made.best.metrics
+        assert rows[chosen]["confirmed_speedup_vs_eager"] == claim["speedup_vs_eager"]
+        assert rows[chosen]["confirmed_speedup_vs_eager_ci_low"] == (
+            claim["speedup_vs_eager_ci_low"]
+        )  # fmt: skip
+
+
 def test_parquet_keeps_times_with_their_time_zone(study_storage, tmp_path):
     path = tmp_path / "s.parquet"
     export_study(load_study_data(study_storage, STUDY, importance=False), path)

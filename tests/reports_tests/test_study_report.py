@@ -19,6 +19,17 @@ def test_the_report_has_the_table_finalists_decision_failures_and_importance(stu
     eager = next(line for line in text.splitlines() if line.lstrip().startswith("[eager]"))
     assert "1.00x (0.98-1.02)" in eager
     assert "Finalists re-measured cold and warm" in text
+    made = data.decision
+    assert made is not None and made.confirmation is not None
+    section = text.split("Finalists re-measured")[1].split("\n\n")[0].splitlines()
+    finalist = next(line for line in section if line.startswith(("  #", "  [")))
+    assert "eager (" in finalist and "x, " in finalist.split("] ")[0]  # quartiles, interval
+    confirmed = text.split("Confirmation round, apart from the choice (2 fresh processes")[1]
+    chosen = next(line for line in confirmed.splitlines() if line.startswith(("  #", "  [")))
+    assert chosen.lstrip().startswith(f"#{made.confirmation.chosen.trial_number} ")
+    if made.best.decision == "compile":  # the claim, with its interval
+        low = made.best.metrics["speedup_vs_eager_ci_low"]
+        assert f"{made.best.metrics['speedup_vs_eager']:.2f}x eager [{low:.2f}x, " in chosen
     assert "Decision (as `autotune finalize` would make it now" in text
     assert "Failures by kind" in text and "first error: compile still running" in text
     assert "Latency per input shape" in text

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 import scripted
 
-from autotune.trials import TrialResult
+from autotune.trials import Spread, TrialResult
 from autotune.verify import (
     MAX_TOLERANCE,
     VERDICT_EXIT,
-    Spread,
     noise_floor,
     over_claims,
     reliably_faster,
@@ -74,43 +73,6 @@ def test_the_noise_floor_is_the_median_over_repeats_of_drift_or_the_median_s_int
     # The convnet on the 2-core EPYC, idle: single rounds of eager against itself spread
     # 0.87x to 1.22x, and the median was known to +-5%: the floor is 5%, not 17%.
     assert noise_floor([scripted.ok(0.989, q=0.17, ci=0.05)]) == pytest.approx(0.05)
-
-
-def test_a_spread_is_what_a_trial_measured_its_interval_or_else_its_quartiles():
-    spread_ = Spread.of(scripted.ok(1.5, q=0.1, ci=0.02))
-    assert spread_ is not None
-    assert (spread_.median, spread_.q1, spread_.q3) == pytest.approx((1.5, 1.4, 1.6))
-    assert (spread_.low, spread_.high) == pytest.approx((1.48, 1.52))
-    unknown = Spread.of(scripted.ok(1.5, q=0.1))  # no interval given: known to its quartiles
-    assert unknown is not None and (unknown.low, unknown.high) == pytest.approx((1.4, 1.6))
-    assert Spread.of(TrialResult(status="ok", speedup_vs_eager=1.5)) == spread(1.5, 1.5, 1.5)
-    assert Spread.of(TrialResult.failed("oom", "no speedup")) is None
-    assert Spread.of(None) is None
-    assert Spread.pooled([None]) is None
-
-
-def test_repeats_pool_their_rounds_and_the_interval_takes_in_each_repeats_median():
-    """Two processes that each know their median to +-1% but disagree by 10%: the pooled
-    interval spans both medians, not the narrow interval of the rounds pooled."""
-    low = [0.99 + 0.001 * i for i in range(21)]  # median 1.0
-    high = [1.09 + 0.001 * i for i in range(21)]  # median 1.1
-    pooled = Spread.pooled([Spread.of(scripted.ok(1.0, rounds=low)),
-                            Spread.of(scripted.ok(1.1, rounds=high))])  # fmt: skip
-    assert pooled is not None
-    assert pooled.low <= 1.0 and pooled.high >= 1.1
-    assert pooled.median == pytest.approx(1.05, abs=0.05)
-    # Repeats without rounds pool figure by figure, widened to every median the same way.
-    pooled = Spread.pooled(
-        [spread(2.43, 2.30, 2.50, 2.40, 2.46), spread(1.10, 1.00, 2.60, 1.05, 1.15),
-         spread(2.29, 2.20, 2.40, 2.27, 2.31), None]
-    )  # fmt: skip
-    assert pooled == spread(2.29, 2.20, 2.50, 1.10, 2.43)
-
-
-def test_a_lead_over_default_is_the_ratio_of_medians_within_the_widest_interval():
-    lead = spread(2.0, 1.9, 2.1, 1.95, 2.05).ratio(spread(1.6, 1.5, 1.7, 1.55, 1.65))
-    assert lead.median == pytest.approx(1.25)
-    assert (lead.low, lead.high) == pytest.approx((1.95 / 1.65, 2.05 / 1.55))
 
 
 def test_a_failed_verdict_exits_1_and_a_machine_too_noisy_to_judge_exits_3():
