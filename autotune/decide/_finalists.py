@@ -27,7 +27,14 @@ from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.scoring import Objective
 from autotune.storage import StudySettings, candidates, pooled_measurements
-from autotune.trials import Spread, SubprocessRunner, TrialResult, TrialRunner, TrialSpec
+from autotune.trials import (
+    RunnerPool,
+    Spread,
+    SubprocessRunner,
+    TrialResult,
+    TrialRunner,
+    TrialSpec,
+)
 
 _PREFIX = "finalist-"
 _NO_INTERVAL = {"speedup_vs_eager_ci_low": None, "speedup_vs_eager_ci_high": None}
@@ -202,36 +209,20 @@ def _cold_pass(
     their runs ended: the order they were timed in."""
     if len(jobs) == 1:
         return [run(jobs[0], i) for i in range(count)], list(range(count))
-    results: dict[int, TrialResult] = {}
     order: list[int] = []
-    errors: list[BaseException] = []
-    left = iter(range(count))
-    lock = threading.Lock()
 
-    def job(runner: TrialRunner) -> None:
-        while not errors:
-            with lock:
-                i = next(left, None)
-            if i is None:
-                return
-            try:
-                result = run(runner, i)
-            except BaseException as exc:  # raised below, in the calling thread
-                errors.append(exc)
-                return
-            with lock:
-                results[i] = result
-                order.append(i)
+    def cold(i: int) -> Callable[[TrialRunner], TrialResult]:
+        def unit(runner: TrialRunner) -> TrialResult:
+            result = run(runner, i)
+            order.append(i)  # one append per unit: atomic
+            return result
 
-    threads = [threading.Thread(target=job, args=(r,), daemon=True) for r in jobs[:count]]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.2)  # short waits keep Ctrl-C responsive
-    if errors:
-        raise errors[0]
-    return [results[i] for i in range(count)], order
+        return unit
+
+    with RunnerPool[TrialResult](jobs[:count], threading.Event()) as pool:
+        for i in range(count):
+            pool.submit(cold(i))
+        return pool.wait(), order
 
 
 # A finalist is left behind by the cold pass only when its cold run is this much slower than the

@@ -39,11 +39,10 @@ from autotune.study._scope_claim import settle_scope_plan
 from autotune.study._session import SearchRequest, Session, StudyNotFound
 from autotune.study._start_from import StartFrom, start_from_earlier
 from autotune.study._trial_path import TrialPath
-from autotune.trials import TrialRunner, kill_all_trials, tracked
+from autotune.trials import RunnerPool, TrialRunner
 
 __all__ = ["Search", "SearchRequest", "StudyNotFound"]
 
-_JOIN_AFTER_KILL_S = 10.0
 _POLL_S = 1.0
 
 
@@ -161,31 +160,12 @@ class Search:
             self.trials.run(runner, trial)
 
     def _work_in_parallel(self) -> None:
-        errors: list[BaseException] = []
-
-        def job(runner: TrialRunner) -> None:
-            try:
-                self._work(runner)
-            except BaseException as exc:  # surfaced in the main thread below
-                errors.append(exc)
-                self._stopping.set()
-
-        before = tracked()
-        threads = [threading.Thread(target=job, args=(r,), daemon=True) for r in self.runners]
-        for thread in threads:
-            thread.start()
-        try:
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.2)  # short waits keep Ctrl-C responsive
-        except BaseException:
-            self._stopping.set()  # trials killed by an interrupt are not recorded as crashes
-            kill_all_trials(keep=before)  # each job then tells Optuna its trial failed
-            for thread in threads:
-                thread.join(_JOIN_AFTER_KILL_S)
-            raise
-        if errors:
-            raise errors[0]
+        """One job per runner until the search stops; the first job's error is raised once
+        every job has ended (the others stop taking trials when one fails)."""
+        with RunnerPool[None](self.runners, self._stopping) as pool:
+            for _ in self.runners:
+                pool.submit(self._work)
+            pool.wait()
 
     def prepare(self) -> None:
         """Readies the study for workers without running a trial (``--no-worker``): its

@@ -5,6 +5,7 @@ from __future__ import annotations
 from autotune.trials._builder import Pipeline, PipelinedRunner
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
+from autotune.trials._pool import RunnerPool
 from autotune.trials._preloaded import HOST_LOG_PREFIX, PreloadedHostRunner
 from autotune.trials._runner import (
     CACHE_PARTS,
@@ -29,6 +30,7 @@ from autotune.trials._spread import Spread
 
 __all__ = [
     "Pipeline",
+    "RunnerPool",
     "Spread",
     "PipelinedRunner",
     "CACHE_PARTS",
