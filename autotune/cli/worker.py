@@ -176,11 +176,9 @@ def _per_gpu(args: argparse.Namespace) -> int:
 def _core_shares(workers: int) -> list[set[int] | None]:
     """This process's CPU cores split evenly among ``workers`` (None each where there are
     fewer cores than workers: they share them all, as before)."""
-    cores = sorted(os.sched_getaffinity(0))
-    share = len(cores) // workers
-    if share == 0:
-        return [None] * workers
-    return [set(cores[i * share : (i + 1) * share]) for i in range(workers)]
+    from autotune.trials import split_cores, usable_cores
+
+    return [set(share) or None for share in split_cores(usable_cores(), workers)]
 
 
 def _worker_start(cores: set[int] | None) -> Callable[[], None]:

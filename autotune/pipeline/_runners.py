@@ -11,10 +11,18 @@ from typing import TYPE_CHECKING
 
 from autotune import _scratch
 from autotune.errors import UsageError
+from autotune.trials import (
+    Pipeline,
+    PipelinedRunner,
+    PreloadedHostRunner,
+    SubprocessRunner,
+    TrialRunner,
+    split_cores,
+    usable_cores,
+)
 
 if TYPE_CHECKING:
     from autotune._deadline import Deadline
-    from autotune.trials import TrialRunner
 
 RUNNER_ENV = "AUTOTUNE_TRIAL_RUNNER"
 # The measuring cores beside builders on a GPU: a trial there launches kernels; the rest
@@ -51,9 +59,7 @@ def trial_runners(
     """This process's trial runners: one per --jobs, the preloaded host or fresh processes (or the
     runner $AUTOTUNE_TRIAL_RUNNER names); with builders (:func:`builder_count`; ``None``:
     none), one pipelined job per builder plus one."""
-    from autotune.trials import PreloadedHostRunner, SubprocessRunner
-
-    cores = sorted(os.sched_getaffinity(0))
+    cores = usable_cores()
     count = builder_count(builders, len(cores), jobs)
     kind = PreloadedHostRunner if trial_host == "preloaded" else SubprocessRunner
     if count:
@@ -94,9 +100,7 @@ def pipeline_cores(
     the rest evenly."""
     keep = (len(cores) + 1) // 2 if device.startswith("cpu") else _GPU_RUNNER_CORES
     keep = max(1, min(keep, len(cores) - builders))
-    rest = cores[keep:]
-    share = len(rest) // builders
-    return cores[:keep], [rest[i * share : (i + 1) * share] for i in range(builders)]
+    return cores[:keep], split_cores(cores[keep:], builders)
 
 
 def _pipelined(
@@ -106,8 +110,6 @@ def _pipelined(
     compiled on a builder core set, measured on the measuring cores (each job's runner the one
     $AUTOTUNE_TRIAL_RUNNER names, where one is named; otherwise unpinned: the trial pins
     itself as it moves)."""
-    from autotune.trials import Pipeline, PipelinedRunner
-
     measuring, building = pipeline_cores(builders, device, cores)
     slot = str(_scratch.run_root() / "measure-slot.lock")
     pipeline = Pipeline(slot, building, measuring, deadline)
@@ -120,8 +122,6 @@ def finalist_jobs(runners: list[TrialRunner], device: str) -> list[TrialRunner] 
     that the cold runs compile side by side while one is timed. None (one fresh process at a
     time, on every core) on a CPU device, whose finalists are timed on every core as
     production runs, and without builders."""
-    from autotune.trials import PipelinedRunner, SubprocessRunner
-
     pipelined = [r for r in runners if isinstance(r, PipelinedRunner)]
     if device.startswith("cpu") or not pipelined:
         return None
@@ -139,11 +139,10 @@ def _core_sets(jobs: int, device: str) -> list[list[int] | None]:
             "Run one worker per GPU (autotune worker --gpus 0,1,...) on one --study and "
             "--storage instead."
         )
-    cores = sorted(os.sched_getaffinity(0))
+    cores = usable_cores()
     if jobs > len(cores):
         raise UsageError(
             f"--jobs {jobs} is more than the {len(cores)} CPU cores this process may use; "
             f"pass --jobs {len(cores)} or fewer (each job gets cores of its own)."
         )
-    share = len(cores) // jobs
-    return [cores[i * share : (i + 1) * share] for i in range(jobs)]
+    return list(split_cores(cores, jobs))

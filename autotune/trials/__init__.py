@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotune.trials._builder import Pipeline, PipelinedRunner
+from autotune.trials._cores import split_cores, usable_cores
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
 from autotune.trials._pool import RunnerPool
@@ -32,6 +33,8 @@ __all__ = [
     "Pipeline",
     "RunnerPool",
     "Spread",
+    "split_cores",
+    "usable_cores",
     "PipelinedRunner",
     "CACHE_PARTS",
     "DEFAULT_PRECISION",
