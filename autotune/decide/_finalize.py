@@ -40,6 +40,7 @@ from autotune.scoring import Objective, PickRule, clearly_slower
 from autotune.ship import existing_file, vouch, write_entry
 from autotune.storage import (
     StudySettings,
+    beating,
     eager_baseline,
     grace_s,
     open_optuna_storage,
@@ -423,25 +424,25 @@ def _measure(
 
     def record(r: TrialRecord, run: str, result: TrialResult) -> None:
         store.add_finalist_result(round_id, r.trial_number, run, result.to_dict())
-        store.beat_claim(study, FINALISTS_CLAIM, owner)
 
-    try:
-        try:
-            done = remeasure(
-                chosen, settings, on_note=on_note, runner=runner, on_result=record,
-                deadline=deadline, allow_unsafe_knobs=allow_unsafe_knobs,
-            )  # fmt: skip
-        except DeadlineReached as reached:
-            on_note(f"finalists stopped: {reached}; the winner is chosen from the search's trials")
-            return None
-        try:
-            confirmation = then(done, record)
-        except DeadlineReached as reached:  # the round stands; its choice goes unconfirmed
-            on_note(
-                f"confirmation stopped: {reached}; the file claims the finalist round that "
-                "chose it, unconfirmed"
-            )
-            confirmation = None
+    try:  # the claim beats while the round runs: one finalist may outlast the grace period
+        with beating(lambda: store.beat_claim(study, FINALISTS_CLAIM, owner)):
+            try:
+                done = remeasure(
+                    chosen, settings, on_note=on_note, runner=runner, on_result=record,
+                    deadline=deadline, allow_unsafe_knobs=allow_unsafe_knobs,
+                )  # fmt: skip
+            except DeadlineReached as reached:
+                on_note(f"finalists stopped: {reached}; the winner is chosen from the search")
+                return None
+            try:
+                confirmation = then(done, record)
+            except DeadlineReached as reached:  # the round stands; its choice goes unconfirmed
+                on_note(
+                    f"confirmation stopped: {reached}; the file claims the finalist round "
+                    "that chose it, unconfirmed"
+                )
+                confirmation = None
     finally:
         store.release_claim(study, FINALISTS_CLAIM, owner)
     store.finish_finalist_round(round_id)

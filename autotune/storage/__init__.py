@@ -23,6 +23,7 @@ from autotune.storage._attrs import (
     WORKER_ATTR,
 )
 from autotune.storage._optuna import (
+    beating,
     cache_dir_source,
     default_cache_dir,
     grace_s,
@@ -65,7 +66,7 @@ __all__ = [
     "METRIC_PREFIX", "PRESET_ATTR", "PRESETS_TOLD_ATTR", "PRIOR_OF_ATTR",
     "PRIOR_ATTR", "SCOPE_ATTR", "STARTED_FROM_ATTR", "START_FROM_ATTR", "TELL_REFUSED",
     "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
-    "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s",
+    "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s", "beating",
     "measurements", "metric_attrs", "open_optuna_storage",
     "pooled_measurements", "recover_stale",
     "retrying", "settings_from_row", "settle", "tell_record", "to_record", "transient",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +18,8 @@ from autotune.errors import UsageError
 
 HEARTBEAT_S = 30
 GRACE_S = 120
+# How long the end of a beating block waits for a beat under way.
+_BEAT_JOIN_S = 5.0
 # How long a process rides out a database that restarts or refuses connections.
 DB_RETRY_S = 120.0
 _RETRY_FIRST_S = 0.5
@@ -33,6 +37,31 @@ def grace_s() -> int:
     """Seconds without a heartbeat after which a running trial's owner counts as dead
     (``$AUTOTUNE_GRACE_S``, default 120): its trial is failed and retried once."""
     return int(os.environ.get("AUTOTUNE_GRACE_S") or GRACE_S)
+
+
+@contextmanager
+def beating(beat: Callable[[], object]) -> Iterator[None]:
+    """Calls ``beat`` at once and every :func:`heartbeat_s` in a background thread while the
+    block runs: the one heartbeat of autotune's leases (a running trial's in Optuna, a claim
+    on the scope probes or the finalist round), so that only a lease whose process died
+    lapses. A beat that fails (the database restarting) is tried again at the next one; the
+    block's end waits a moment for a beat under way, never for a hung one."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while True:
+            with suppress(Exception):  # a restarting database: beat again later
+                beat()
+            if stop.wait(heartbeat_s()):
+                return
+
+    thread = threading.Thread(target=loop, daemon=True, name="autotune-heartbeat")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(_BEAT_JOIN_S)
 
 
 def transient(exc: BaseException) -> bool:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from typing import Any
 
 import optuna
 
-from autotune.storage import heartbeat_s
+from autotune.storage import beating
 from autotune.study._events import Events
 from autotune.study._session import Session
 from autotune.trials import TrialResult
@@ -98,27 +97,8 @@ def _number_of(owner: str) -> int | None:
     return int(number) if kind == "trial" and number.isdigit() else None
 
 
-@contextmanager
-def heartbeat(study: optuna.Study, trial: optuna.Trial) -> Iterator[None]:
+def heartbeat(study: optuna.Study, trial: optuna.Trial) -> AbstractContextManager[None]:
     """Keeps the trial's heartbeat fresh while its process runs, so that only trials whose
-    owner died are failed as stale (by this or any other process of the study). A beat the
-    database refuses is simply tried again at the next one."""
-    stop = threading.Event()
+    owner died are failed as stale (by this or any other process of the study)."""
     storage: Any = study._storage
-
-    def beat() -> None:
-        while True:
-            try:
-                storage.record_heartbeat(trial._trial_id)
-            except Exception:  # noqa: BLE001 - a restarting database: beat again later
-                pass
-            if stop.wait(heartbeat_s()):
-                return
-
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+    return beating(lambda: storage.record_heartbeat(trial._trial_id))

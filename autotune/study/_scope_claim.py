@@ -3,12 +3,11 @@ others wait for the stored plan (or take the claim over when its owner died)."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 from autotune._deadline import Deadline
 from autotune.scope import ScopePlan, plan_scopes
-from autotune.storage import StudySettings, grace_s, heartbeat_s, retrying
+from autotune.storage import StudySettings, beating, grace_s
 from autotune.study._session import Session
 from autotune.trials import TrialRunner
 
@@ -44,22 +43,13 @@ def settle_scope_plan(
 def _probe_and_store(
     session: Session, owner: str, runner: TrialRunner, deadline: Deadline
 ) -> None:
-    stop = threading.Event()
     name, records = session.name, session.records
-
-    def beat() -> None:
-        while not stop.wait(heartbeat_s()):
-            retrying(lambda: records.beat_claim(name, SCOPE_CLAIM, owner))
-
-    beating = threading.Thread(target=beat, daemon=True)
-    beating.start()
     try:
-        plan = _probe(session, runner, deadline)
+        with beating(lambda: records.beat_claim(name, SCOPE_CLAIM, owner)):
+            plan = _probe(session, runner, deadline)
     except BaseException:
-        stop.set()
         session.db(lambda: records.release_claim(name, SCOPE_CLAIM, owner))
         raise
-    stop.set()
     settings = session.db(lambda: records.settle_study_setting(name, "scope_plan", plan.to_dict()))
     session.db(lambda: records.finish_claim(name, SCOPE_CLAIM, owner))
     session.settings = StudySettings.from_dict(settings)

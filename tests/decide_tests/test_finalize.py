@@ -4,6 +4,7 @@ after a SIGKILL was refused for two minutes by a message that suggested itself).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import scripted
@@ -50,3 +51,32 @@ def test_a_round_held_elsewhere_is_refused_saying_when_its_claim_lapses(
     err = capsys.readouterr().err
     assert "Another process (gpu-node-7.pidns1:4242:99) is measuring the finalists" in err
     assert "its claim lapses at " in err and "UTC ($AUTOTUNE_GRACE_S after" in err
+
+
+def test_the_round_s_claim_beats_while_one_finalist_runs_longer_than_a_heartbeat(
+    tmp_path, model_file, space_file, monkeypatch, capsys
+):
+    """A finalist's run may outlast the grace period (a large model's cold compile): the claim
+    beats in the background, not only when a run ends, so no other host takes the round over
+    mid-run."""
+    argv = _study(tmp_path, model_file, space_file, monkeypatch, capsys)
+    monkeypatch.setenv("AUTOTUNE_HEARTBEAT_S", "1")
+    beats: list[object] = []
+
+    def slow_finalist(spec):
+        if spec.config is not None and "finalist-" in (spec.cache_dir or ""):
+            with RecordStore(argv[1]) as store:
+                first = store.claim_of("s", FINALISTS_CLAIM)
+                for _ in range(100):  # until the claim beats during this run (10 s at most)
+                    now = store.claim_of("s", FINALISTS_CLAIM)
+                    if first and now and now.heartbeat_at > first.heartbeat_at:
+                        beats.append(now.heartbeat_at)
+                        break
+                    threading.Event().wait(0.1)
+        return scripted.by_config()(spec)
+
+    scripted.use(monkeypatch, slow_finalist)
+    assert main(["finalize", *argv, "--model", model_file("tiny"), "--remeasure"]) == 0
+    assert beats  # the claim was beaten while a finalist ran
+    with RecordStore(argv[1]) as store:
+        assert store.claim_of("s", FINALISTS_CLAIM) is None  # released at the end

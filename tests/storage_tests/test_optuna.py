@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import optuna
 import pytest
 from sqlalchemy import exc as sa_exc
@@ -135,3 +137,22 @@ def test_creating_optunas_tables_again_after_losing_the_race_for_them(monkeypatc
     denied = sa_exc.ProgrammingError("CREATE TABLE", {}, Exception("permission denied"))
     with pytest.raises(sa_exc.ProgrammingError):  # not a race: said at once
         _optuna._created_together(lambda: (_ for _ in ()).throw(denied))
+
+
+def test_beating_beats_at_once_and_every_heartbeat_until_the_block_ends(monkeypatch):
+    from autotune.storage import beating
+
+    monkeypatch.setenv("AUTOTUNE_HEARTBEAT_S", "1")
+    beats, twice = [], threading.Event()
+
+    def beat() -> None:
+        beats.append(len(beats))
+        if len(beats) == 1:
+            raise OSError("the database is restarting")  # tried again at the next beat
+        twice.set()
+
+    with beating(beat):
+        assert twice.wait(10)
+    ended = len(beats)
+    threading.Event().wait(1.5)
+    assert len(beats) == ended  # no beat once the block ended
