@@ -62,6 +62,14 @@ class Confirmation:
     def of(self, record: TrialRecord) -> list[TrialResult]:
         return self.runs.get(record.trial_number, [])
 
+    def processes(self) -> str:
+        """``2 fresh processes each, ABBA`` (``2 fresh processes`` for one config)."""
+        return _processes(len(self.of(self.chosen)), self.default is not None)
+
+
+def _processes(n: int, two: bool) -> str:
+    return f"{n} fresh processes each, ABBA" if two else f"{n} fresh process{'es' * (n > 1)}"
+
 
 def applies(settings: StudySettings) -> bool:
     """Whether a study's decisions are confirmed: ``--confirm`` above 0, under the latency
@@ -112,7 +120,7 @@ def confirm(
     on_note(
         f"confirming the choice apart from it: {_who(chosen)}"
         + (f" and {_who(default)}" if default is not None else "")
-        + f" in {len(names)} fresh processes each, ABBA"
+        + f" in {_processes(len(names), default is not None)}"
     )
     with contextlib.ExitStack() as caches:
         specs = {
@@ -233,7 +241,7 @@ def _confirmed(
     chosen = confirmation.chosen
     n = len(confirmation.of(chosen))
     reason = (
-        f"{best.reason}; confirmed apart from the choice ({n} fresh processes each, ABBA): "
+        f"{best.reason}; confirmed apart from the choice ({confirmation.processes()}): "
         f"{said}; the file claims these figures, not the round that chose it"
     )
     metrics = {**best.metrics, **_claim(confirmation.of(chosen), mine)}

@@ -279,10 +279,9 @@ def _confirmation(data: StudyData, figures: dict[int, dict[str, float | None]]) 
     confirmed = made.confirmation if made is not None else None
     if confirmed is None:
         return []
-    n = len(confirmed.of(confirmed.chosen))
     lines = [
-        f"Confirmation round, apart from the choice ({n} fresh processes each, ABBA): what the "
-        "file claims"
+        f"Confirmation round, apart from the choice ({confirmed.processes()}): what the file "
+        "claims"
     ]
     for r in filter(None, (confirmed.chosen, confirmed.default)):
         label = f"[{r.baseline}]" if r.baseline else f"#{r.trial_number}"
