@@ -3,10 +3,9 @@
 # command on a lent GPU machine: benchmarks/decode_suite.py (generate() with a static cache:
 # eager, transformers' own compile, reduce-overhead + fullgraph, tuned) and
 # benchmarks/train_suite.py on the Llama (eager, default compile, tuned under the training
-# contract); issue 45's builders: the tests of the pipeline on CUDA, then benchmarks/builders.py
-# (the same seeded search without and with builders). Everything lands in $OUT.
+# contract). Everything lands in $OUT.
 #
-#   bash benchmarks/gpu_workloads.sh [decode,train,builders]
+#   bash benchmarks/gpu_workloads.sh [decode,train]
 #
 # The machine lacks autotune's dependencies and transformers: fetch them here first with
 #   ../shared/gpu/fetch-wheels.sh .whl transformers tokenizers huggingface-hub safetensors regex \
@@ -14,9 +13,7 @@
 # and carry .whl. DECODE_S / TRAIN_S: each part's time limit (default 330 / 240 s);
 # DECODE_TRIALS / TRAIN_TRIALS (default 6 / 4); SECONDS_SIDE: side-by-side timing (default 10);
 # VARIANTS: the decode variants (default eager,hf,gpt-fast,tuned); CONFIG: an earlier decode
-# search's best-config file (no search). BUILDERS_MODEL (default studies/bert_tiny.py),
-# BUILDERS_TRIALS (default 12), BUILDERS (default 3), BUILDERS_S (each search's --timeout,
-# default 150), BUILDERS_K (the pipeline tests run first, a pytest -k selection; "" skips them).
+# search's best-config file (no search).
 set -u
 parts=${1:-decode,train}
 out=${OUT:-/tmp/gpu_workloads}
@@ -50,19 +47,4 @@ if [[ $parts == *train* ]]; then
     --search-args "--timeout 120 $search" --out "$out/train_suite_cuda_$device.md" \
     > "$out/train_suite_cuda_$device.log" 2>&1
   echo "exit $?" >> "$out/train_suite_cuda_$device.log"
-fi
-if [[ $parts == *builders* ]]; then
-  k=${BUILDERS_K-handover or builder or pipeline or sees_no_gpu}
-  if [ -n "$k" ]; then
-    timeout "${TESTS_S:-150}" python3 -m pytest -v -p no:cacheprovider -rfE --timeout=140 \
-      tests/trials_tests/test_handover.py tests/trials_tests/test_builder.py \
-      tests/trials_tests/test_cuda_trials.py tests/trials_tests/test_runner.py -k "$k" \
-      > "$out/pytest_builders.log" 2>&1
-    echo "exit $?" >> "$out/pytest_builders.log"
-  fi
-  timeout $((2 * ${BUILDERS_S:-150} + 60)) python3 benchmarks/builders.py \
-    "${BUILDERS_MODEL:-studies/bert_tiny.py}" --device cuda --trials "${BUILDERS_TRIALS:-12}" \
-    --builders "${BUILDERS:-3}" --extra "--finalists 0 --compile-budget 60 --measure-seconds 1 \
---timeout ${BUILDERS_S:-150}" --out "$out/builders_cuda_$device" > "$out/builders_cuda_$device.log" 2>&1
-  echo "exit $?" >> "$out/builders_cuda_$device.log"
 fi

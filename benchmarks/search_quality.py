@@ -222,17 +222,6 @@ class Table:
                  "early": ten, "none": 0.0}[timing]  # fmt: skip
         return (row.get("compile_s") or 0.0) + self.overhead(digest) + timed
 
-    def split(self, digest: str, timing: str, measure_seconds: float) -> tuple[float, float]:
-        """The same trial with builders (``--builders``): its seconds on builder cores (the
-        process, its set-up, the compile and the check against eager) and in the measuring
-        slot (``timing``); a trial that fails or generates code timed before (``none``) never
-        takes the slot."""
-        row = self.rows[digest]
-        if not _ok(row):
-            return float(row.get("wall_s") or 0.0), 0.0
-        build = (row.get("compile_s") or 0.0) + self.overhead(digest)
-        return build, self.cost(digest, timing, measure_seconds) - build
-
     def overhead(self, digest: str) -> float:
         """Seconds of a trial of ``digest`` that are neither its compile nor its timing: the
         process, its set-up and the check against eager (from its cold run)."""
@@ -322,8 +311,6 @@ class Trial:
     observed: dict[str, float] | None  # the run it measured (median, quartiles); None: failed
     timing: str  # full, short, early, none
     seconds: float
-    build_s: float = 0.0  # with a builder: the builder's seconds and the runner's (Table.split)
-    measure_s: float = 0.0
 
 
 @dataclass
@@ -385,8 +372,7 @@ def run_study(
             continue
         observed, timing = _measure(table, digest, kind, mechanisms, out.trials, timed_code, rng)
         out.trials.append(Trial(digest, kind, observed, timing,
-                                table.cost(digest, timing, MEASURE_SECONDS),
-                                *table.split(digest, timing, MEASURE_SECONDS)))  # fmt: skip
+                                table.cost(digest, timing, MEASURE_SECONDS)))  # fmt: skip
         value = seen[digest] = observed["speedup"] if observed else 0.0
         if observed and timing != "none":
             timed_code.setdefault(table.code[digest], observed)
@@ -445,8 +431,7 @@ def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
     best observed trials (the 3 best; ``wide``: and every other whose upper quartile reaches
     the best's lower one, up to 6) and default compile, re-measured; the best of them wins
     (``settle``: a finalist other than default whose figure is short of the leader's by the
-    product's margin runs cold only). Also each finalist's runs (:meth:`Table.finalist_runs`),
-    for a round with builders."""
+    product's margin runs cold only). Also each finalist's runs (:meth:`Table.finalist_runs`)."""
     trials = [t for t in replayed.trials[:budget] if t.observed]
     # an equivalent (same code, not timed) is never a finalist: the trial that timed it is
     ranked = sorted((t for t in trials if t.kind != "default" and t.timing != "none"),
@@ -473,40 +458,15 @@ def pick_at(replayed: Replayed, budget: int, table: Table, rng: random.Random,
     return max(again, key=lambda dv: dv[1])[0], sum(sum(r) for r in runs), runs
 
 
-# The builders modelled: one, two, and the default on a 16-core GPU node (3:
-# autotune.pipeline._runners).
-BUILDERS = (1, 2, 3)
-
-
-def pipelined_seconds(trials: list[Trial], builders: int) -> float:
-    """Wall seconds of ``trials`` (in the order asked) on ``builders`` builder core sets and
-    one measuring slot, as the search runs them: a job per builder, plus one, each holding a
-    trial from its start to the end of its timing; a trial takes the first free job, compiles
-    on the first free builder cores, and is timed once both that and the previous timing are
-    done. The
-    picks are the sequential replay's: a trial asked while earlier ones still build is drawn
-    knowing less (constant liar), which this does not model."""
-    jobs, free, runner = [0.0] * (builders + 1), [0.0] * builders, 0.0
-    for t in trials:
-        j = min(range(len(jobs)), key=jobs.__getitem__)
-        b = min(range(builders), key=free.__getitem__)
-        built = free[b] = max(jobs[j], free[b]) + t.build_s
-        if t.measure_s:
-            runner = max(runner, built) + t.measure_s
-        jobs[j] = runner if t.measure_s else built
-    return max([runner, *free])
-
-
 def _figures(table: Table, runs: list[Replayed], budgets: list[int], m: Mechanisms) -> dict:
     """Per budget: how good the pick is, and how many configurations an hour the search
     measures (its trials' seconds from the table, the finalist round's included)."""
     out = {}
     for budget in budgets:
         fractions, hits, configs, codes, seconds = [], 0, 0, 0, 0.0
-        piped, whole = dict.fromkeys(BUILDERS, 0.0), dict.fromkeys(BUILDERS, 0.0)
         for seed, replayed in enumerate(runs):
-            pick, final_s, round_ = pick_at(replayed, budget, table, random.Random(seed),
-                                          m.wide_finalists, m.settled_finalists)  # fmt: skip
+            pick, final_s, _ = pick_at(replayed, budget, table, random.Random(seed),
+                                       m.wide_finalists, m.settled_finalists)  # fmt: skip
             true = table.true_speedup(pick) if pick else 0.0
             fractions.append(true / table.optimum)
             hits += true >= table.noise_floor
@@ -514,12 +474,6 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], m: Mechanis
             configs += len(trials)
             codes += len({table.code[t.digest] for t in trials})
             seconds += sum(t.seconds for t in trials) + final_s
-            for n in BUILDERS:
-                piped[n] += pipelined_seconds(trials, n) + final_s
-                # on a GPU node the finalists' cold runs compile side by side too
-                cold = [Trial("", "finalist", None, "full", 0.0, b, t) for b, t, _ in round_]
-                whole[n] += (pipelined_seconds(trials, n) + pipelined_seconds(cold, n)
-                             + sum(w for _, _, w in round_))  # fmt: skip
         hours = seconds / 3600
         out[str(budget)] = {
             "median_fraction": statistics.median(fractions),
@@ -528,14 +482,6 @@ def _figures(table: Table, runs: list[Replayed], budgets: list[int], m: Mechanis
             "configs_per_hour": configs / hours if hours else None,
             "codes_per_hour": codes / hours if hours else None,
             "search_minutes": seconds / 60 / len(runs),
-            # the same searches with builders: configurations per hour, by builders
-            "configs_per_hour_builders": {
-                str(n): configs / (s / 3600) if s else None for n, s in piped.items()
-            },
-            # and with the finalists' cold runs side by side (a GPU node's finalist round)
-            "configs_per_hour_builders_finalists": {
-                str(n): configs / (s / 3600) if s else None for n, s in whole.items()
-            },
         }
     return out
 
@@ -678,14 +624,7 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         "cells: median fraction of the optimum / worst decile / optimum within noise"
-        + (
-            " / configurations per hour (distinct codes per hour) / configurations per hour "
-            f"with {', '.join(map(str, BUILDERS))} builders (modelled from the table's measured "
-            "costs: set-up, compile and check on builder cores, timing in the measuring slot) "
-            "/ the same with the finalists' cold runs side by side too (a GPU node's round)"
-            if result["searches"]
-            else ""
-        ),
+        + (" / configurations per hour (distinct codes per hour)" if result["searches"] else ""),
     ]
     for name, by in result["searches"].items():
         lines.append(f"- spared, {name}: {json.dumps(_rounded(by['spared']))}")
@@ -698,10 +637,6 @@ def _cell(v: dict[str, Any], rate: bool = False) -> str:
             f"{v['optimum_within_noise']:.0%}")  # fmt: skip
     if rate and v.get("configs_per_hour"):
         cell += f" / {v['configs_per_hour']:.0f} ({v['codes_per_hour']:.0f})"
-        for key in ("configs_per_hour_builders", "configs_per_hour_builders_finalists"):
-            piped = v.get(key) or {}
-            if piped:
-                cell += " / " + ", ".join(f"{rate:.0f}" for rate in piped.values() if rate)
     return cell
 
 

@@ -158,8 +158,8 @@ def storage(args: argparse.Namespace) -> str:
 
 
 def add_trial_processes(p: argparse.ArgumentParser) -> None:
-    """How this process runs its trials: jobs, trial host, builders and kernel cache."""
-    for flag in ("--jobs", "--trial-host", "--builders", "--cache-dir", "--cache-limit"):
+    """How this process runs its trials: jobs, trial host and kernel cache."""
+    for flag in ("--jobs", "--trial-host", "--cache-dir", "--cache-limit"):
         add(p, flag)
 
 

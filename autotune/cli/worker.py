@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         allow_unsafe_knobs=tuple(args.allow_unsafe_knobs),
     )  # fmt: skip
     progress = Progress(quiet=args.quiet)
-    search = join_search(request, args.jobs, args.trial_host, progress.note, args.builders)
+    search = join_search(request, args.jobs, args.trial_host, progress.note)
     local, runners = search.session.local, search.runners
     progress.attach(search, "worker")
     s = search.session.settings
@@ -144,7 +144,7 @@ def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress)
 
 def _per_gpu(args: argparse.Namespace) -> int:
     """One worker process per GPU, each seeing only its own GPU and its share of the CPU cores
-    (its compiles and builders then never crowd another GPU's); their lines are prefixed with
+    (its compiles then never crowd another GPU's); their lines are prefixed with
     the GPU. A signal to this process goes to every worker, and each dies with it."""
     argv = _without_gpus(args.argv)
     procs, echoes = [], []

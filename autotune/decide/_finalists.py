@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from autotune._deadline import Deadline
@@ -28,7 +27,6 @@ from autotune.records import TrialRecord
 from autotune.scoring import Objective
 from autotune.storage import StudySettings, candidates, pooled_measurements
 from autotune.trials import (
-    RunnerPool,
     Spread,
     SubprocessRunner,
     TrialResult,
@@ -123,7 +121,7 @@ def remeasure(
     finalists: list[TrialRecord],
     settings: StudySettings,
     on_note: Callable[[str], None] = lambda note: None,
-    runner: TrialRunner | Sequence[TrialRunner] | None = None,
+    runner: TrialRunner | None = None,
     on_result: OnResult = lambda record, run, result: None,
     deadline: Deadline = Deadline(),  # noqa: B008 - frozen
     allow_unsafe_knobs: Collection[str] = (),
@@ -139,24 +137,18 @@ def remeasure(
     finalist ran during a good minute. In this order every finalist's pooled pair spans the same
     stretch of time, the default compile's included.
 
-    With several runners (a search's builders on a GPU node: each compiles on builder cores
-    and times alone in the measuring slot), the cold runs go side by side, one per runner: each
-    compiles while another is timed, and the order is the one in which they were timed (their
-    runs end in it); the warm runs then go one at a time, in the reverse of that order.
-
     Raises:
         DeadlineReached: The deadline passed before every finalist ran both times (a run the
             deadline cut short measures nothing of its config).
     """
-    jobs = list(runner) if isinstance(runner, Sequence) else [runner or SubprocessRunner()]
-    together = " (the cold ones side by side, compiling while another is timed)"
+    job = runner or SubprocessRunner()
     on_note(
         f"re-measuring {len(finalists)} finalists in fresh processes ({_who_all(finalists)}): "
-        "each cold, then each warm in reverse order" + (together if len(jobs) > 1 else "")
+        "each cold, then each warm in reverse order"
     )
     measure = settings.measure.precise(settings.finalist_precision)
 
-    def run(job: TrialRunner, r: TrialRecord, spec: TrialSpec, which: str) -> TrialResult:
+    def run(r: TrialRecord, spec: TrialSpec, which: str) -> TrialResult:
         deadline.check(f"before the {which} run of finalist {_who(r)}")
         budget = deadline.budget(spec.budget_s)
         result = job.run(dataclasses.replace(spec, budget_s=budget))
@@ -181,15 +173,14 @@ def remeasure(
         ]
         allowed = list(allow_unsafe_knobs)
         specs = [dataclasses.replace(s, allow_unsafe_knobs=allowed) for s in specs]
-        cold, order = _cold_pass(jobs, lambda job, i: run(job, finalists[i], specs[i], "cold"),
-                                 len(finalists))  # fmt: skip
+        cold = [run(r, spec, "cold") for r, spec in zip(finalists, specs, strict=True)]
         behind = settled(finalists, cold, settings)
         warm: dict[int, TrialResult] = {}
-        for i in reversed(order):
+        for i in reversed(range(len(finalists))):
             # A finalist that failed cold is not run again: its failure stands for both; nor
             # is one the cold pass left clearly behind: its cold run stands for both.
             if cold[i].ok and i not in behind:
-                warm[i] = run(jobs[0], finalists[i], specs[i], "warm")
+                warm[i] = run(finalists[i], specs[i], "warm")
             else:
                 warm[i] = cold[i]
                 on_result(finalists[i], "warm", cold[i])
@@ -199,30 +190,6 @@ def remeasure(
     for f in done:
         on_note(_line(f))
     return done
-
-
-def _cold_pass(
-    jobs: list[TrialRunner], run: Callable[[TrialRunner, int], TrialResult], count: int
-) -> tuple[list[TrialResult], list[int]]:
-    """Every cold run, in finalist order with one runner; side by side with several (each job
-    takes the next finalist when it is free). The results by finalist, and the order in which
-    their runs ended: the order they were timed in."""
-    if len(jobs) == 1:
-        return [run(jobs[0], i) for i in range(count)], list(range(count))
-    order: list[int] = []
-
-    def cold(i: int) -> Callable[[TrialRunner], TrialResult]:
-        def unit(runner: TrialRunner) -> TrialResult:
-            result = run(runner, i)
-            order.append(i)  # one append per unit: atomic
-            return result
-
-        return unit
-
-    with RunnerPool[TrialResult](jobs[:count], threading.Event()) as pool:
-        for i in range(count):
-            pool.submit(cold(i))
-        return pool.wait(), order
 
 
 # A finalist is left behind by the cold pass only when its cold run is this much slower than the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from autotune._deadline import Deadline, DeadlineReached
@@ -141,7 +141,7 @@ def finalize_session(
     out: str | os.PathLike[str] | None = None,
     *,
     remeasure_finalists: bool = False,
-    runner: TrialRunner | Sequence[TrialRunner] | None = None,
+    runner: TrialRunner | None = None,
     for_device: str | None = None,
 ) -> Decision:
     """:func:`finalize` for the process whose ``session`` searched the study: the session is
@@ -178,7 +178,7 @@ def _finalized(
     out: str | os.PathLike[str] | None,
     remeasure_finalists: bool,
     deadline: Deadline,
-    runner: TrialRunner | Sequence[TrialRunner] | None,
+    runner: TrialRunner | None,
     on_note: Callable[[str], None],
     device: str | None,
     for_device: str | None,
@@ -206,9 +206,8 @@ def _finalized(
 
         def then(done: list[Finalist], record: OnResult) -> Confirmation | None:
             choice = _decide(records, settings, study, held.storage, done).best
-            job = runner[0] if isinstance(runner, Sequence) else runner
             return confirm_choice(
-                choice, done, held.local(), job, record, deadline, on_note,
+                choice, done, held.local(), runner, record, deadline, on_note,
                 held.allow_unsafe_knobs, _RUN_ESTIMATE_FACTOR,
             )  # fmt: skip
 
@@ -390,7 +389,7 @@ def _measure(
     study: str,
     chosen: list[TrialRecord],
     settings: StudySettings,
-    runner: TrialRunner | Sequence[TrialRunner] | None,
+    runner: TrialRunner | None,
     deadline: Deadline,
     on_note: Callable[[str], None],
     allow_unsafe_knobs: Collection[str],

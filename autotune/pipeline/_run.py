@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from autotune.decide import Decision, finalist_candidates, finalize_session, study_front
-from autotune.pipeline._runners import finalist_jobs
 from autotune.records import TrialRecord
 from autotune.storage import candidates, eager_baseline, grace_s
 from autotune.study import Search
@@ -125,8 +124,7 @@ def _finalize(
         events.on_phase("finalists", f"re-measuring {best}, cold and warm")
     else:
         events.on_phase("deciding", "from the search's measurements")
-    runner = finish.finalist_runner or finalist_jobs(search.runners, session.local.device)
     return finalize_session(
         session, finish.out, remeasure_finalists=finish.remeasure,
-        runner=runner, for_device=finish.for_device,
+        runner=finish.finalist_runner, for_device=finish.for_device,
     )  # fmt: skip

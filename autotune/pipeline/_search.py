@@ -36,7 +36,7 @@ def open_search(
         return Search(session)
     device = session.local.device
     resolve_device(device, remedy=NO_CUDA, named=f"The study's device {device}")
-    jobs = trial_runners(args.jobs, args.trial_host, device, args.builders, request.deadline)
+    jobs = trial_runners(args.jobs, args.trial_host, device)
     return Search(session, jobs)
 
 
@@ -45,7 +45,6 @@ def join_search(
     jobs: int,
     trial_host: str,
     on_note: Callable[[str], None],
-    builders: int | None = None,
 ) -> Search:
     """The search of a process that joins a study (``autotune worker``): its session, which
     waits for a study not created yet (until the request's deadline), and this process's
@@ -69,7 +68,7 @@ def join_search(
         time.sleep(min(JOIN_POLL_S, request.deadline.left()))
     device = session.local.device
     resolve_device(device, remedy="Run the worker where the study's device is.")
-    return Search(session, trial_runners(jobs, trial_host, device, builders, request.deadline))
+    return Search(session, trial_runners(jobs, trial_host, device))
 
 
 def effort_line(effort: str, request: SearchRequest) -> str:

@@ -24,16 +24,6 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
-        "--builders",
-        kind="non_negative_int",
-        metavar="N",
-        help=(
-            "compile processes that compile the next trials ahead, on CPU cores the measuring "
-            "process does not use, while it measures (default 0: off; on a CPU device the "
-            "measurement then keeps half the cores, on a GPU two)"
-        ),
-    ),
-    Option(
         "--cache-dir",
         metavar="DIR",
         help=(

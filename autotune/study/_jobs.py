@@ -1,8 +1,7 @@
 """The queued trials (presets, their combinations) on every job of a process: a trial handed
 to the pool starts on the next free runner and the hand-off returns at once, so the queue's
 loop asks the next waiting trial while earlier ones compile and run; the queue drains the pool
-before it moves on. With builders, this is what keeps the builders busy while a preset is
-measured."""
+before it moves on: with --jobs N, N presets run at once."""
 
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from autotune.trials._builder import Pipeline, PipelinedRunner
 from autotune.trials._cores import split_cores, usable_cores
 from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
@@ -30,12 +29,10 @@ from autotune.trials._spec import (
 from autotune.trials._spread import Spread
 
 __all__ = [
-    "Pipeline",
     "RunnerPool",
     "Spread",
     "split_cores",
     "usable_cores",
-    "PipelinedRunner",
     "CACHE_PARTS",
     "DEFAULT_PRECISION",
     "HOST_LOG_PREFIX",

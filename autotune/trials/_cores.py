@@ -1,5 +1,5 @@
-"""The CPU cores this process may use, and how they are shared: --jobs, the builders and a
-node's GPU workers all split them with :func:`split_cores`, so that no two share a core."""
+"""The CPU cores this process may use, and how they are shared: --jobs and a node's GPU
+workers both split them with :func:`split_cores`, so that no two share a core."""
 
 from __future__ import annotations
 

@@ -33,7 +33,6 @@ from autotune.trials._checks import (
 )
 from autotune.trials._classify import TrialFailure, classify
 from autotune.trials._code import code_identity, output_code
-from autotune.trials._handover import handover, take_measuring_slot, waited_so_far
 from autotune.trials._judged import Judged
 from autotune.trials._many import name_call, per_shape, record_traffic, warmup_specs
 from autotune.trials._phase import write_phase
@@ -63,17 +62,16 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
     if spec.workload not in WORKLOADS:
         raise ValueError(f"TrialSpec.workload must be one of {WORKLOADS}, got {spec.workload!r}")
     config = CompileConfig.from_dict(spec.config) if spec.config is not None else None
-    with handover(spec):  # with builders: on builder cores until compiled
-        deadline = time.monotonic() + spec.budget_s
-        facts: dict[str, Any] = {
-            "environment": environment_fingerprint(spec.device),
-            "threads": torch.get_num_threads(),
-            "batch_size": spec.batch_size,
-        }
-        try:
-            return _measure(spec, config, deadline, facts)
-        except TrialFailure as failure:
-            return TrialResult.failed(failure.kind, str(failure), **facts)
+    deadline = time.monotonic() + spec.budget_s
+    facts: dict[str, Any] = {
+        "environment": environment_fingerprint(spec.device),
+        "threads": torch.get_num_threads(),
+        "batch_size": spec.batch_size,
+    }
+    try:
+        return _measure(spec, config, deadline, facts)
+    except TrialFailure as failure:
+        return TrialResult.failed(failure.kind, str(failure), **facts)
 
 
 def _measure(
@@ -173,7 +171,7 @@ def _compile_and_time(
     if len(work.calls) > 1 and not timing.stopped_early:
         facts["per_shape"] = per_shape(
             spec, work.calls, partial(_one, work.model), partial(_one, target.fn),
-            _later(deadline, facts) - 1.0,
+            deadline - 1.0,
         )  # fmt: skip
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
@@ -257,7 +255,7 @@ def _train_trial(
         spec, lambda: eager.sweep(calls), lambda: target.sweep(calls), deadline - reserve, facts
     )
     raise_on_recompile_storm()
-    deadline = _later(deadline, facts)
+    deadline = deadline
     if len(calls) > 1 and not timing.stopped_early:
         one_eager, one_compiled = (lambda c: eager.sweep([c])), (lambda c: target.sweep([c]))
         facts["per_shape"] = per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)
@@ -290,7 +288,7 @@ def _generate_trial(
     timing = _time(spec, eager_fn, compiled_fn, deadline - 1.0, facts)
     raise_on_recompile_storm()
     compiled = config is not None
-    later = _later(deadline, facts) - 1.0
+    later = deadline - 1.0
     facts["generate"] = _generate.first_token(spec, work, timing, compiled, later)
     return _ok_result(compile_s, timing, report, facts, spec.relaxed_numerics)
 
@@ -364,8 +362,7 @@ class _Target:
 def _compile(
     spec: TrialSpec, config: CompileConfig | None, work: Workload
 ) -> tuple[_Target, float | None]:
-    """Compiles, and times the first call of every input shape (that is the compile time, less
-    what it waited for the measuring slot with builders on a GPU)."""
+    """Compiles, and times the first call of every input shape (that is the compile time)."""
     if config is None:
         return _Target(work.model, measure.clone_outputs(_sweep(work.model, work.calls))), None
     try:
@@ -375,10 +372,9 @@ def _compile(
             compiled = compile_module(model, config, allow_unsafe_knobs=spec.allow_unsafe_knobs)
             outputs, total = [], 0.0
             for call in work.calls:
-                waited = waited_so_far()
                 out, seconds = measure.time_first_call(partial(_one, compiled, call), spec.device)
                 outputs.append(measure.clone_outputs(out))
-                total += seconds - (waited_so_far() - waited)  # not the waits for the slot
+                total += seconds
     except Exception as exc:
         raise classify(exc, config) from exc
     _raise_on_fallback(conversion)
@@ -425,7 +421,6 @@ def _time(
     the functions then take one call); then the measurements taken after it (peak memory,
     Dynamo facts)."""
     s = spec.measure
-    deadline += _measuring_slot(facts)
     write_phase(spec.progress_path, "measuring")
     started = time.perf_counter()
     try:
@@ -450,22 +445,6 @@ def _time(
     facts["peak_memory_bytes"] = measure.peak_memory_bytes(spec.device)
     facts.update(dynamo_facts())
     return timing
-
-
-def _measuring_slot(facts: dict[str, Any]) -> float:
-    """With builders: compiled and checked on builder cores, the trial waits for the measuring
-    slot and moves to the measuring cores (autotune.trials._handover); the seconds its clock
-    ran while it waited, by which its deadline moves (0 without builders)."""
-    waited, late = take_measuring_slot()
-    if waited:
-        facts["phases"]["waited_s"] = waited  # for builder cores and the measuring slot
-        facts["phases"]["late_s"] = late  # of which since the trial's clock started
-    return late
-
-
-def _later(deadline: float, facts: dict[str, Any]) -> float:
-    """The trial's deadline after timing: later by what it waited for the measuring slot."""
-    return deadline + facts["phases"].get("late_s", 0.0)
 
 
 def _sweep(fn: Callable[..., Any], calls: list[Call]) -> list[Any]:

@@ -1,6 +1,6 @@
 """Work spread over a process's trial runners: one thread per runner (``concurrent.futures``),
-each unit of work given the next free runner. The search's jobs, the queued presets and the
-finalists' cold pass all run through it, so they stop alike: a unit that fails sets
+each unit of work given the next free runner. The search's jobs and the queued presets both
+run through it, so they stop alike: a unit that fails sets
 ``stopping`` and its error is raised in the calling thread; an interrupt (Ctrl-C) or an error
 raised while work still runs kills the trials started since the pool opened (each job then
 records its trial as killed, not as a crash) and waits a while for the jobs to end."""

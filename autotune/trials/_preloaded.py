@@ -124,7 +124,6 @@ class PreloadedHostRunner:
             return self._cold.run(spec)
         started = time.monotonic()
         with _scratch.scratch_dir("trial-") as folder:
-            spec = _runner.with_waits(spec, folder)
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             try:
                 rc, timed_out = self._run_in_host(spec, folder)
@@ -151,7 +150,7 @@ class PreloadedHostRunner:
         pid = int(started["started"])
         _runner.track(pid)
         try:
-            exited = _runner.within_budget(host.recv, spec)
+            exited = host.recv(spec.budget_s)
             if exited is None:
                 _runner.kill_group(pid)
                 host.recv(_REPLY_TIMEOUT_S)

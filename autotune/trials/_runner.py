@@ -7,7 +7,6 @@ ends, times out, or the parent is interrupted. The trial kills its own group if 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -15,16 +14,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from autotune import _scratch
-from autotune.trials._handover import waited_s
 from autotune.trials._spec import TrialResult, TrialSpec
 
 T = TypeVar("T")
-_BUDGET_POLL_S = 1.0  # how often a pipelined trial's budget looks at its waits
 
 _TAIL_CHARS = 4000
 CORES_ENV = "AUTOTUNE_TRIAL_CORES"
@@ -63,7 +59,6 @@ class SubprocessRunner:
     def run(self, spec: TrialSpec) -> TrialResult:
         started = time.monotonic()
         with _scratch.scratch_dir("trial-") as folder:
-            spec = with_waits(spec, folder)
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             rc, timed_out = self._spawn(spec, folder)
             result = outcome(folder, rc, timed_out, spec.budget_s)
@@ -83,40 +78,12 @@ class SubprocessRunner:
             )  # fmt: skip
             track(proc.pid)
             try:
-                rc = within_budget(lambda s: _exited(proc, s), spec)
+                rc = _exited(proc, spec.budget_s)
                 return rc, rc is None
             finally:
                 kill_group(proc.pid)
                 proc.wait()
                 untrack(proc.pid)
-
-
-def with_waits(spec: TrialSpec, folder: Path) -> TrialSpec:
-    """A pipelined trial (builders) writes its waits for locks in its folder."""
-    if spec.measure_slot is None:
-        return spec
-    return dataclasses.replace(spec, waits_path=str(folder / "waits"))
-
-
-def within_budget(
-    wait: Callable[[float], T | None],
-    spec: TrialSpec,
-    clock: Callable[[], float] = time.monotonic,
-) -> T | None:
-    """``wait(seconds)`` until it answers or the trial's compile budget passes (None): the time
-    a pipelined trial waits for builder cores or the measuring slot does not count, but it
-    never runs past its ``wall_limit_s`` (the search's timeout), waits included."""
-    started = clock()
-    while True:
-        if spec.wall_limit_s is not None and clock() - started >= spec.wall_limit_s:
-            return None
-        spent = clock() - started - waited_s(spec.waits_path)
-        left = spec.budget_s - spent
-        if left <= 0:
-            return None
-        answer = wait(min(left, _BUDGET_POLL_S) if spec.waits_path else left)
-        if answer is not None:
-            return answer
 
 
 def _exited(proc: subprocess.Popen[bytes], seconds: float) -> int | None:

@@ -92,18 +92,6 @@ class TrialSpec:
     # Knobs refused from data that the config may set anyway (``inductor.cpp.cxx``): named by
     # the operator (a space's [unsafe] table, --allow-unsafe-knob), never by a database row.
     allow_unsafe_knobs: list[str] = field(default_factory=list)
-    # A search with builders (autotune.trials._handover): the measuring slot's lock file (its
-    # holder alone measures, and alone launches kernels on a GPU), the builder core sets a
-    # trial compiles on (one at a time, each with a lock beside the slot) and the cores it
-    # measures on; None, [] and None without builders.
-    measure_slot: str | None = None
-    build_cores: list[list[int]] = field(default_factory=list)
-    measure_cores: list[int] | None = None
-    # Where the trial writes how long it has waited for those locks (its runner sets it): the
-    # compile budget does not count the waits, but the wall time left to the search (its
-    # --timeout) bounds the trial, waits included.
-    waits_path: str | None = None
-    wall_limit_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -107,36 +107,3 @@ def test_the_searches_screen_as_autotune_does(tmp_path, space_file):
     assert all(t.seconds < table.cost(t.digest, "full", 2.0) for t in short)
     spared = search_quality._spared(table, halved)
     assert 0 < spared["successive halving, stopped after the short stage"]["share_of_time"] < 1
-
-
-def trial(build_s: float, measure_s: float) -> search_quality.Trial:
-    return search_quality.Trial("d", "sampled", None, "full", build_s + measure_s, build_s,
-                                measure_s)  # fmt: skip
-
-
-def test_a_builder_overlaps_the_next_compile_with_this_measurement():
-    trials = [trial(4.0, 3.0) for _ in range(3)]
-    # one after the other: 21 s; with a builder, the first build, then each measurement
-    # waits 1 s for the next build (4 s against the runner's 3)
-    assert search_quality.pipelined_seconds(trials, 1) == 4.0 + 3.0 + 1.0 + 3.0 + 1.0 + 3.0
-    # three builders: every build starts at once (a job each, and one more), the runner waits
-    assert search_quality.pipelined_seconds(trials, 3) == 4.0 + 3.0 * 3
-
-
-def test_a_build_that_never_reaches_the_runner_only_takes_a_builder():
-    trials = [trial(4.0, 3.0), trial(2.0, 0.0), trial(4.0, 3.0)]  # a failed or same-code build
-    # the second job is free again at 6 s, when the failed build ends: the third builds then
-    assert search_quality.pipelined_seconds(trials, 1) == 4.0 + 2.0 + 4.0 + 3.0
-
-
-def test_the_replay_reports_configurations_per_hour_with_builders(tmp_path, space_file):
-    path = _table(tmp_path, space_file("presets"))
-    name = next(iter(search_quality.SEARCHES))
-    result = search_quality.replay(str(path), seeds=2, budgets=[4], strategies=[],
-                                   searches=[name])  # fmt: skip
-    rates = result["searches"][name]["4"]
-    assert set(rates["configs_per_hour_builders"]) == {"1", "2", "3"}
-    assert all(r >= rates["configs_per_hour"] for r in rates["configs_per_hour_builders"].values())
-    both = rates["configs_per_hour_builders_finalists"]  # the finalists' cold runs too
-    assert all(both[n] >= rates["configs_per_hour_builders"][n] for n in both)
-    assert "with 1, 2, 3 builders" in search_quality.render(result)

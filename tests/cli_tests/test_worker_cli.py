@@ -362,6 +362,6 @@ def test_each_gpus_worker_keeps_to_its_share_of_the_cores(monkeypatch):
 
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)))
     shares = worker._core_shares(4)
-    assert shares == [set(range(i * 4, i * 4 + 4)) for i in range(4)]  # builders: none each
-    assert worker._core_shares(2)[1] == set(range(8, 16))  # 8 each: one builder each
+    assert shares == [set(range(i * 4, i * 4 + 4)) for i in range(4)]
+    assert worker._core_shares(2)[1] == set(range(8, 16))  # 8 each
     assert worker._core_shares(32) == [None] * 32  # fewer cores than GPUs: shared, as before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import replace
 
 import pytest
@@ -238,30 +237,3 @@ def test_a_finalist_claims_the_interval_of_its_cold_and_warm_rounds_pooled():
     record = Finalist(trial, cold, warm).record()
     low, high = record.result["speedup_vs_eager_ci_low"], record.result["speedup_vs_eager_ci_high"]
     assert low == pytest.approx(2.0) and high == pytest.approx(2.2)  # the two medians
-
-
-def test_with_several_runners_the_cold_runs_go_side_by_side_and_warm_in_reverse_timing():
-    # Both cold runs are in flight at once (the barrier), and #5's ends first: it was timed
-    # first, so the warm pass runs #3 then #5 (ABBA over the order they were timed in).
-    both, five_done, log = threading.Barrier(2, timeout=10), threading.Event(), []
-
-    class SideBySide(OrderRunner):
-        def run(self, spec: TrialSpec) -> TrialResult:
-            mode = spec.config["mode"]
-            cold = not os.listdir(spec.cache_dir)
-            if cold:
-                both.wait()
-                if mode == "m3":
-                    assert five_done.wait(10)
-            result = super().run(spec)
-            log.append((mode, "cold" if cold else "warm"))
-            if cold and mode == "m5":
-                five_done.set()
-            return result
-
-    runners = [SideBySide(), SideBySide()]
-    notes: list[str] = []
-    done = remeasure([searched(3), searched(5)], SETTINGS, on_note=notes.append, runner=runners)
-    assert log == [("m5", "cold"), ("m3", "cold"), ("m3", "warm"), ("m5", "warm")]
-    assert [f.searched.trial_number for f in done] == [3, 5] and all(f.ok for f in done)
-    assert "side by side" in notes[0]

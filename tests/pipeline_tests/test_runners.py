@@ -1,4 +1,5 @@
-"""How many builders compile ahead, on which cores, and a search run through them."""
+"""This process's trial runners: one per --jobs, each on CPU cores of its own, and a search run
+through several."""
 
 from __future__ import annotations
 
@@ -8,59 +9,28 @@ import pytest
 import torch
 
 from autotune.errors import UsageError
-from autotune.pipeline._runners import builder_count, pipeline_cores, trial_runners
+from autotune.pipeline._runners import trial_runners
 from autotune.space import load_space
 from autotune.storage import StudySettings
 from autotune.study import Search, SearchRequest
-from autotune.trials import Pipeline, PipelinedRunner, TrialResult, TrialSpec
+from autotune.trials import PreloadedHostRunner, SubprocessRunner, TrialResult, TrialSpec
 
 
-@pytest.mark.parametrize("cores, jobs", [(2, 1), (16, 1), (64, 1), (16, 2)])
-def test_builders_are_off_unless_asked_for(cores, jobs):
-    # On the one GPU node measured (H200, 16 cores) 3 builders ran the search 0.93x as fast
-    assert builder_count(None, cores, jobs) == 0
-
-
-def test_builders_are_refused_beside_parallel_jobs():
-    with pytest.raises(UsageError, match=r"--builders 2 goes with one measuring job.*--jobs 1"):
-        builder_count(2, 16, jobs=2)
-
-
-def test_builders_asked_for_need_a_core_each_beside_the_runners():
-    assert builder_count(1, 2) == 1  # asked for: even on this 2-core machine
-    assert builder_count(0, 16) == 0
-    with pytest.raises(UsageError, match=r"needs 3 CPU cores.*may use 2; pass --builders 1"):
-        builder_count(2, 2)
-
-
-@pytest.mark.parametrize(
-    "builders, device, cores, runner, each",
-    [
-        (1, "cpu", 2, [0], [[1]]),
-        (1, "cpu", 16, list(range(8)), [list(range(8, 16))]),  # the runner keeps half
-        (2, "cpu", 9, list(range(5)), [[5, 6], [7, 8]]),
-        (3, "cuda:0", 16, [0, 1], [[2, 3, 4, 5], [6, 7, 8, 9], [10, 11, 12, 13]]),
-        (2, "cuda:0", 3, [0], [[1], [2]]),  # a core each, at least
-    ],
-)
-def test_the_runner_and_each_builder_get_cores_of_their_own(builders, device, cores, runner,
-                                                            each):  # fmt: skip
-    got_runner, got_each = pipeline_cores(builders, device, list(range(cores)))
-    assert (got_runner, got_each) == (runner, each)
-    every = got_runner + [c for b in got_each for c in b]
-    assert len(every) == len(set(every))  # disjoint
-
-
-def test_a_search_with_builders_runs_one_job_per_builder_plus_one(monkeypatch):
-    monkeypatch.setenv("AUTOTUNE_TRIAL_RUNNER", "scripted:make")
+def test_each_job_gets_cores_of_its_own(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
-    runners = trial_runners(1, "preloaded", "cpu", builders=2)
-    assert len(runners) == 3 and all(isinstance(r, PipelinedRunner) for r in runners)
-    pipeline = runners[0].pipeline
-    assert all(r.pipeline is pipeline for r in runners)  # one slot, one set of builder cores
-    assert pipeline.measure_cores == [0, 1, 2, 3] and pipeline.build_cores == [[4, 5], [6, 7]]
-    assert pipeline.slot.endswith("measure-slot.lock")
-    assert len(trial_runners(1, "preloaded", "cuda:0", builders=0)) == 1  # off: as before
+    runners = trial_runners(2, "fresh", "cpu")
+    assert all(isinstance(r, SubprocessRunner) for r in runners)
+    assert [r.cores for r in runners] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    one = trial_runners(1, "preloaded", "cuda:0")  # one job: every core, any device
+    assert len(one) == 1 and isinstance(one[0], PreloadedHostRunner) and one[0].cores is None
+
+
+def test_parallel_jobs_are_refused_on_a_gpu_and_past_the_cores(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(2)))
+    with pytest.raises(UsageError, match=r"--jobs 2 needs --device cpu"):
+        trial_runners(2, "fresh", "cuda:0")
+    with pytest.raises(UsageError, match=r"--jobs 3 is more than the 2 CPU cores.*--jobs 2"):
+        trial_runners(3, "fresh", "cpu")
 
 
 class Table:
@@ -87,7 +57,7 @@ class Table:
         """Nothing to close."""
 
 
-def test_a_search_through_builders_places_every_trial_and_keeps_its_budget(
+def test_a_search_through_two_jobs_runs_on_both_and_keeps_its_budget(
     tmp_path, model_file, space_file
 ):
     space = load_space(space_file("aot_eager"), "cpu")
@@ -97,22 +67,8 @@ def test_a_search_through_builders_places_every_trial_and_keeps_its_budget(
         trials=4,
     )  # fmt: skip
     request = SearchRequest("s", f"sqlite:///{tmp_path}/t.db", settings)
-    table = Table()
-    pipeline = Pipeline(str(tmp_path / "slot"), [[1]], [0])
-    records = Search(request, [PipelinedRunner(table, pipeline) for _ in range(2)]).run()
+    tables = [Table(), Table()]
+    records = Search(request, tables).run()
     searched = [r for r in records if r.baseline is None and r.duplicate_of is None]
     assert len(searched) == 4  # the budget holds with two jobs asking
-    assert all(s.measure_slot == pipeline.slot and s.build_cores == [[1]] for s in table.specs)
-
-
-def test_the_finalists_go_side_by_side_only_after_a_search_with_builders_on_a_gpu(tmp_path):
-    from autotune.pipeline._runners import finalist_jobs
-    from autotune.trials import SubprocessRunner
-
-    pipeline = Pipeline(str(tmp_path / "slot"), [[2, 3, 4, 5], [6, 7, 8, 9]], [0, 1])
-    searched = [PipelinedRunner(Table(), pipeline) for _ in range(3)]
-    jobs = finalist_jobs(searched, "cuda:0")
-    assert jobs is not None and len(jobs) == 3  # one per builder, plus one
-    assert all(j.pipeline is pipeline and isinstance(j.runner, SubprocessRunner) for j in jobs)
-    assert finalist_jobs(searched, "cpu") is None  # timed on every core, as production runs
-    assert finalist_jobs([Table()], "cuda:0") is None  # no builders: one at a time
+    assert all(t.specs for t in tables)  # both jobs ran trials

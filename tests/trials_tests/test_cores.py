@@ -1,5 +1,5 @@
-"""The one way cores are shared (autotune/trials/_cores.py): --jobs, the builders and a node's
-GPU workers split them into disjoint equal runs."""
+"""The one way cores are shared (autotune/trials/_cores.py): --jobs and a node's GPU workers
+split them into disjoint equal runs."""
 
 from __future__ import annotations
 

@@ -4,17 +4,12 @@ then refuses CUDA in a forked child unless they are counted through NVML)."""
 
 from __future__ import annotations
 
-import os
-import threading
-
 import pytest
 import torch
 
 from autotune.runtime.config import CompileConfig
 from autotune.trials import (
     MeasureSettings,
-    Pipeline,
-    PipelinedRunner,
     PreloadedHostRunner,
     SubprocessRunner,
     TrialSpec,
@@ -65,32 +60,3 @@ def test_a_cuda_allocation_failure_is_oom(runner, tmp_path_factory, model_file):
     config = CompileConfig(backend="aot_eager")
     result = _run(runner, tmp_path_factory, model_file("oom_when_compiled"), config)
     assert result.failure_kind == "oom", (result.error, result.error_tail)
-
-
-def test_two_cuda_trials_on_one_pipeline_share_the_device_one_measuring_at_a_time(
-    tmp_path, model_file
-):
-    """A search with one builder on a GPU node: two trials at once, each compiling on its own
-    cores (the measuring cores kept apart) and measuring on the device in turn."""
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 3:
-        pytest.skip("needs 3 cores: one to measure on, one builder set per trial")
-    half = (len(cores) - 1) // 2
-    builders = [cores[1 : 1 + half], cores[1 + half :]]
-    pipeline = Pipeline(str(tmp_path / "slot"), builders, cores[:1])
-    results: list = []
-
-    def job(config: CompileConfig) -> None:
-        trial = TrialSpec(model_file("tiny"), "cuda", config.to_dict(), measure=FAST,
-                          budget_s=300.0, cache_dir=str(tmp_path / "cache"))  # fmt: skip
-        results.append(PipelinedRunner(SubprocessRunner(), pipeline).run(trial))
-
-    threads = [threading.Thread(target=job, args=(c,)) for c in
-               (CompileConfig(), CompileConfig(mode="max-autotune-no-cudagraphs"))]  # fmt: skip
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(600)
-    assert [r.status for r in results] == ["ok", "ok"], [r.error_tail for r in results]
-    assert all(r.threads == 1 for r in results)  # the measuring cores' count, set while compiling
-    assert all(r.graphs >= 1 and r.compile_time_s > 0 for r in results)

@@ -9,16 +9,12 @@ from autotune.trials import TrialSpec, _measure_trial
 from autotune.workload import Call
 
 
-def test_the_compile_time_leaves_out_the_waits_for_the_measuring_slot(monkeypatch):
-    # With builders on a GPU, a first call waits for the slot between Inductor's compile and
-    # the compiled graph's run (another trial is measured): that wait is no compile time.
-    waits = iter([0.0, 4.0, 4.0, 4.0])  # before and after each of the two first calls
-    monkeypatch.setattr(_measure_trial, "waited_so_far", lambda: next(waits))
+def test_the_compile_time_is_the_first_call_of_every_input_shape(monkeypatch):
     monkeypatch.setattr(_measure_trial, "compile_module", lambda model, config, **_: model)
     monkeypatch.setattr(_measure_trial.measure, "time_first_call", lambda fn, _: (fn(), 10.0))
     calls = [Call((torch.ones(2, 4),), {}), Call((torch.ones(3, 4),), {})]
     work = _measure_trial.Workload(torch.nn.Linear(4, 4), calls, reference=None)
     spec = TrialSpec("m.py", "cuda", CompileConfig().to_dict())
     target, seconds = _measure_trial._compile(spec, CompileConfig(), work)
-    assert seconds == 6.0 + 10.0
+    assert seconds == 10.0 + 10.0  # each shape compiles on its first call
     assert [o.shape[0] for o in target.outputs] == [2, 3]
