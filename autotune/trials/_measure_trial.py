@@ -255,7 +255,6 @@ def _train_trial(
         spec, lambda: eager.sweep(calls), lambda: target.sweep(calls), deadline - reserve, facts
     )
     raise_on_recompile_storm()
-    deadline = deadline
     if len(calls) > 1 and not timing.stopped_early:
         one_eager, one_compiled = (lambda c: eager.sweep([c])), (lambda c: target.sweep([c]))
         facts["per_shape"] = per_shape(spec, calls, one_eager, one_compiled, deadline - reserve)

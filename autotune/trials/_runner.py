@@ -15,12 +15,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from autotune import _scratch
 from autotune.trials._spec import TrialResult, TrialSpec
-
-T = TypeVar("T")
 
 _TAIL_CHARS = 4000
 CORES_ENV = "AUTOTUNE_TRIAL_CORES"
