@@ -56,11 +56,19 @@ class Finalist:
         stands for both, recorded twice."""
         return self.ok and self.warm == self.cold
 
+    @property
+    def runs(self) -> list[TrialResult]:
+        """Its processes: cold and warm, or the cold one alone when it stands for both."""
+        return [self.cold] if self.cold_only else [self.cold, self.warm]
+
+    def speedup(self) -> Spread | None:
+        """Its speedup over eager, its processes pooled (None: it failed)."""
+        return Spread.pooled(self.runs)
+
     def record(self, charge_warm_compile: bool = False) -> TrialRecord:
         """The search record with the fresh measurements (compile: cold, or warm)."""
         compile_s = (self.warm if charge_warm_compile else self.cold).compile_time_s
-        runs = [self.cold] if self.cold_only else [self.cold, self.warm]
-        pooled = Spread.pooled(runs)
+        pooled = self.speedup()
         interval = {k: v for k, v in (pooled.figures() if pooled else {}).items()
                     if k.endswith(("_ci_low", "_ci_high"))}  # fmt: skip
         return dataclasses.replace(
@@ -68,7 +76,7 @@ class Finalist:
             compile_time_s=compile_s,
             # the interval the file carries is the round's, not the search trial's
             result={**self.searched.result, **_NO_INTERVAL, **interval},
-            **pooled_measurements(runs),
+            **pooled_measurements(self.runs),
         )
 
 

@@ -184,23 +184,17 @@ class StudyData:
         pooled), each with the 95% interval of the median; a trial that did not reach a round
         has no entry, or none for that round."""
         made = self.decision
+        found: list[tuple[int, str, Spread | None]] = []
+        if made is not None:
+            found += [(f.searched.trial_number, "finalist_", f.speedup())
+                      for f in made.finalists or [] if f.ok]  # fmt: skip
+            runs = made.confirmation.runs if made.confirmation is not None else {}
+            found += [(n, "confirmed_", Spread.pooled(ran)) for n, ran in runs.items()]
         figures: dict[int, dict[str, float | None]] = {}
-        for f in (made.finalists or []) if made is not None else []:
-            if f.ok:
-                fresh = f.record()
-                figures.setdefault(f.searched.trial_number, {}).update(
-                    _prefixed("finalist_", {
-                        "speedup_vs_eager": fresh.speedup_vs_eager,
-                        "speedup_vs_eager_ci_low": fresh.result.get("speedup_vs_eager_ci_low"),
-                        "speedup_vs_eager_ci_high": fresh.result.get("speedup_vs_eager_ci_high"),
-                    })
-                )  # fmt: skip
-        confirmed = made.confirmation if made is not None else None
-        for number, runs in (confirmed.runs if confirmed is not None else {}).items():
-            pooled = Spread.pooled(runs)
+        for number, prefix, pooled in found:
             if pooled is not None:
-                found = pooled.figures("confirmed_")
-                figures.setdefault(number, {}).update({f"confirmed_{k}": found[f"confirmed_{k}"]
+                every = pooled.figures(prefix)
+                figures.setdefault(number, {}).update({prefix + k: every[prefix + k]
                                                        for k in CLAIMED})  # fmt: skip
         return figures
 
@@ -212,10 +206,6 @@ class StudyData:
                 if r.environment.get("device_name")
             }
         )
-
-
-def _prefixed(prefix: str, figures: dict[str, Any]) -> dict[str, Any]:
-    return {prefix + k: v for k, v in figures.items()}
 
 
 def load_study_data(storage: str, study: str, *, importance: bool = True) -> StudyData:
