@@ -63,11 +63,14 @@ from autotune._atomic import write_text
 HERE = Path(__file__).resolve().parent
 MODELS = {name: HERE / "models" / f"{name}_generate.py" for name in ("llama", "gpt2")}
 
-EAGER, HF, DEFAULT, GPTFAST, TUNED = (
+EAGER, HF, DEFAULT, GPTFAST, INT8, TUNED = (
     "eager", "transformers' own compile", "default torch.compile", "reduce-overhead + fullgraph",
-    "tuned (autotune)",
+    "torchao int8 dynamic + default torch.compile", "tuned (autotune)",
 )  # fmt: skip
-VARIANTS = {"eager": EAGER, "hf": HF, "default": DEFAULT, "gpt-fast": GPTFAST, "tuned": TUNED}
+VARIANTS = {
+    "eager": EAGER, "hf": HF, "default": DEFAULT, "gpt-fast": GPTFAST, "int8": INT8,
+    "tuned": TUNED,
+}  # fmt: skip
 MIN_ROUNDS = 3
 SEED = 0
 
@@ -143,6 +146,11 @@ def build(label: str, module: Any, device: str, tuned: Any) -> Any:
     elif label == GPTFAST:
         compiled = torch.compile(llama.forward, mode="reduce-overhead", fullgraph=True)
         decode_only(llama, compiled)
+    elif label == INT8:  # the hand recipe past compile (../shared/probes/quant_levers.py)
+        from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
+        quantize_(llama, Int8DynamicActivationInt8WeightConfig())  # torchao's own defaults
+        llama.forward = torch.compile(llama.forward)
     elif label == TUNED and tuned is not None:  # the file's plan: its decode part, its prefill
         autotune.apply(llama, own_graph(tuned))
     return llama

@@ -339,6 +339,9 @@ def _metrics(r: TrialRecord | None) -> dict[str, float | int | None]:
         "speedup_vs_default": r.speedup_vs_default,
         "compile_time_s": r.compile_time_s,
         "peak_memory_bytes": r.peak_memory_bytes,
+        # the weights as stored, the config's (cast or quantized) and eager's
+        "weights_bytes": r.result.get("weights_bytes"),
+        "eager_weights_bytes": r.result.get("eager_weights_bytes"),
     }
     if r.batch_size is not None:
         metrics["samples_per_s"] = r.samples_per_s()

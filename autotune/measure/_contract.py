@@ -13,6 +13,13 @@ A contract is clauses joined by commas, all of which must hold. An inference con
                                 (a task metric: top-1 agreement, a perplexity delta), the
                                 worst over the calls of one sweep; ``<=`` for an error
 
+A generation contract (``--workload generate``) judges eager's generated tokens teacher-forced
+through the configuration's decode, step by step (its compiled decode, its static cache): at
+each new position both see the same prefix, and their next-token logits are compared::
+
+    top1>=0.99                  the fraction of positions whose argmax is eager's
+    cosine>=0.999               lowest cosine similarity of one position's logits with eager's
+
 A training contract (``--workload train``) judges the first steps instead, and is the only
 kind a training workload takes (fp32 output tolerances say nothing about a step)::
 
@@ -41,14 +48,16 @@ if TYPE_CHECKING:
 # Metric -> the only comparison that makes sense for it.
 BOUNDS = {
     "max_abs": "<=", "max_rel": "<=", "cosine": ">=", "accuracy": None,
-    "loss_rel": "<=", "grad_cosine": ">=",
+    "loss_rel": "<=", "grad_cosine": ">=", "top1": ">=",
 }  # fmt: skip
 TOLERANCES = ("rtol", "atol")
 CUSTOM = "accuracy"
 INFERENCE_METRICS = ("max_abs", "max_rel", "cosine", CUSTOM, *TOLERANCES)
 TRAINING_METRICS = ("loss_rel", "grad_cosine")
 TRAINING_EXAMPLE = "loss_rel<=0.02,grad_cosine>=0.99"
-_NAMES = (*INFERENCE_METRICS, *TRAINING_METRICS)
+GENERATE_METRICS = ("top1", "cosine")
+GENERATE_EXAMPLE = "top1>=0.99"
+_NAMES = (*INFERENCE_METRICS, *TRAINING_METRICS, "top1")
 _INFINITE = (math.inf, math.inf)
 _TINY = sys.float_info.min
 
@@ -168,6 +177,13 @@ class Contract:
         errors = training_errors(expected, actual)
         return self._verdict(errors, [c for c in clauses if not c.holds(errors.get(c.metric))])
 
+    def judge_generation(self, errors: dict[str, Any]) -> Verdict:
+        """Judges a generation's teacher-forced metrics (``top1``, ``cosine``: see the
+        module's docs, measured by the generate workload) by the contract's clauses."""
+        return self._verdict(
+            errors, [c for c in self.clauses if not c.holds(errors.get(c.metric))]
+        )
+
     def _verdict(self, errors: dict[str, Any], failed: list[Clause]) -> Verdict:
         if not failed:
             return Verdict(True, errors)
@@ -179,8 +195,8 @@ def workload_problems(
     contract: Contract, workload: str, *, shown: Callable[[str], str] = repr
 ) -> list[str]:
     """What keeps ``contract`` from judging ``workload`` (``"infer"``, ``"train"`` or
-    ``"generate"``): a training workload is judged by ``loss_rel`` and ``grad_cosine`` only, an
-    inference one by every other clause, and a generation by its token ids, under no contract.
+    ``"generate"``): a training workload is judged by ``loss_rel`` and ``grad_cosine`` only, a
+    generation by ``top1`` and ``cosine`` (teacher-forced), an inference one by the rest.
     Empty when it fits; one message however many clauses do not.
 
     Args:
@@ -190,13 +206,21 @@ def workload_problems(
             the command line); quoted by default.
     """
     if workload == "generate":
+        wrong = [c for c in contract.clauses if c.metric not in GENERATE_METRICS]
+        if not wrong:
+            return []
         return [
-            f"the generate workload is judged by its generated token ids, equal to eager's "
-            f"under greedy decoding in fp32, and searches no precision change yet: drop "
-            f"{shown(str(contract))}"
+            f"{', '.join(map(str, wrong))} in the accuracy contract {contract} cannot judge a "
+            "generation, which is judged by eager's tokens teacher-forced through the config's "
+            "decode (top1>=X: the share of positions whose argmax is eager's; cosine>=X: the "
+            f"lowest cosine of one position's logits with eager's); state e.g. "
+            f"{shown(GENERATE_EXAMPLE)}"
         ]
     training = workload == "train"
-    wrong = [c for c in contract.clauses if (c.metric in TRAINING_METRICS) != training]
+    wrong = [
+        c for c in contract.clauses
+        if (c.metric in TRAINING_METRICS) != training or c.metric == "top1"
+    ]  # fmt: skip
     if not wrong:
         return []
     if len(wrong) == len(contract.clauses):
@@ -376,7 +400,7 @@ def parse_contract(spec: str) -> Contract:
             "clauses such as max_abs<=1e-2, max_rel<=5e-2, cosine>=0.999, rtol=1e-2,atol=1e-3 "
             f"or {CUSTOM}>=0.99 (the model file's {CUSTOM}(output, reference) function), "
             f"joined by commas; for --workload train, loss_rel<=X and grad_cosine>=X "
-            f"(e.g. {TRAINING_EXAMPLE})."
+            f"(e.g. {TRAINING_EXAMPLE}); for --workload generate, top1>=X and cosine>=X."
         )
     return Contract(tuple(clauses))
 
@@ -410,6 +434,8 @@ def _clause(text: str) -> tuple[Clause | None, str]:
         return None, f"{text!r}: {name} cannot be negative"
     if name in ("cosine", "grad_cosine") and not -1.0 <= value <= 1.0:
         return None, f"{text!r}: a cosine similarity lies in [-1, 1]"
+    if name == "top1" and not 0.0 <= value <= 1.0:
+        return None, f"{text!r}: top1 is a fraction of positions, in [0, 1]"
     return Clause(name, op, value), ""
 
 
@@ -421,10 +447,13 @@ def _measured(clause: Clause, errors: dict[str, Any]) -> str:
     shown = _show(errors.get(clause.metric))
     if clause.metric == "grad_cosine" and errors.get("grad_worst"):
         return f"{shown} (parameter {errors['grad_worst']!r})"
+    if clause.metric in GENERATE_METRICS and errors.get("first_divergence"):
+        return f"{shown} (first different argmax: {errors['first_divergence']})"
     return shown
 
 
 __all__ = [
-    "INFERENCE_METRICS", "TRAINING_METRICS", "Clause", "Contract", "ContractError", "Verdict",
-    "parse_contract", "report_errors", "training_errors", "workload_problems",
+    "GENERATE_METRICS", "INFERENCE_METRICS", "TRAINING_METRICS", "Clause", "Contract",
+    "ContractError", "Verdict", "parse_contract", "report_errors", "training_errors",
+    "workload_problems",
 ]  # fmt: skip

@@ -75,9 +75,9 @@ def explain(best: BestConfig, path: str, here: dict[str, Any] | None = None) -> 
 
 
 def set_knobs(config: CompileConfig) -> list[tuple[str, Any]]:
-    """The Inductor options beyond the mode's preset, and the Dynamo and functorch settings, by
-    knob name (``inductor.freezing``, ``dynamo.recompile_limit``,
-    ``functorch.activation_memory_budget``)."""
+    """The Inductor options beyond the mode's preset, and the Dynamo, functorch and precision
+    settings, by knob name (``inductor.freezing``, ``dynamo.recompile_limit``,
+    ``functorch.activation_memory_budget``, ``precision.quantize``)."""
     import torch._inductor
 
     preset = torch._inductor.list_mode_options(config.mode) if config.backend == "inductor" else {}
@@ -85,7 +85,7 @@ def set_knobs(config: CompileConfig) -> list[tuple[str, Any]]:
              if k not in preset or preset[k] != v]  # fmt: skip
     knobs += [(f"dynamo.{k}", v) for k, v in sorted(config.dynamo.items())]
     knobs += [(f"functorch.{k}", v) for k, v in sorted(config.functorch.items())]
-    return knobs
+    return knobs + [(f"precision.{k}", v) for k, v in sorted(config.precision.items())]
 
 
 def explain_file(
@@ -191,6 +191,8 @@ def _how(facts: dict[str, Any]) -> list[str]:
             "output); autotune.apply refuses it unless allow_unsafe_knobs names them:"
         )
         lines += [f"  {line}" for line in facts["unsafe_knobs"]]
+    if any(k["knob"] == "precision.quantize" for k in facts["knobs"]):
+        lines.append("Needs torchao (pip install 'autotune[quantize]'): apply refuses it without.")
     if any(k["knob"] == "inductor.freezing" and k["value"] is True for k in facts["knobs"]):
         lines.append(
             "Frozen weights: the first call under torch.no_grad() folds the model's weights "
@@ -304,6 +306,10 @@ def _claims(facts: dict[str, Any]) -> list[str]:
             f"  decode {m['decode_tokens_per_s']:,.0f} tokens/s against {eager:,.0f} eager; "
             f"time to first token {_ms(m.get('ttft_s'))} against {_ms(m.get('eager_ttft_s'))}"
         )
+    stored, eager_stored = m.get("weights_bytes"), m.get("eager_weights_bytes")
+    if stored and eager_stored and stored != eager_stored:
+        mib = f"{stored / 2**20:,.1f} MiB as stored against {eager_stored / 2**20:,.1f}"
+        lines.append(f"  weights {mib} MiB eager")
     error = error_line(m)
     if error:
         lines.append(f"  error against eager fp32: {error}")

@@ -38,6 +38,12 @@ class UnsafeKnobError(ConfigError):
     (see :mod:`autotune.runtime.safety`)."""
 
 
+class QuantizeError(ConfigError):
+    """A config changes the model's weights in a way this machine cannot: it quantizes with
+    torchao, which is not installed (``pip install 'autotune[quantize]'``), or with a scheme the
+    installed torchao or the device does not run (see :mod:`autotune.runtime.quantize`)."""
+
+
 class ScopeError(ConfigError):
     """A config's scope names module paths that the model does not have."""
 
@@ -163,7 +169,11 @@ class CompileConfig:
             compiled region: ``autocast`` (``"bfloat16"``, ``"float16"``: the dtype of an
             autocast region on the model's device) and ``matmul`` (``"high"``, ``"medium"``:
             ``torch.set_float32_matmul_precision``, TF32 on CUDA, bf16 matmuls through oneDNN
-            on CPU). Empty: as eager. Searched only under an accuracy contract.
+            on CPU), set around every call; ``weights`` (``"bfloat16"``, ``"float16"``: the
+            model cast) and ``quantize`` (a torchao scheme for its Linear layers, with
+            ``quantize_layers``), made once to the model before it compiles
+            (:mod:`autotune.runtime.quantize`). Empty: as eager. Searched only under an
+            accuracy contract.
         train: How a training step runs beside the compiled model: ``optimizer``
             (``"compiled"``: ``optimizer.step`` runs through ``torch.compile``, see
             :func:`autotune.apply_optimizer`). Empty: as the user's loop runs it.
@@ -242,6 +252,13 @@ class CompileConfig:
         hint = self.options.get("INFERENCE_PRECISION_HINT") if self.backend != "inductor" else None
         return bool(self.precision) or hint not in (None, "f32")
 
+    @property
+    def changes_weights(self) -> bool:
+        """The config changes the model's own weights before it compiles: a cast
+        (``precision.weights``) or a quantization (``precision.quantize``), made in place (see
+        :mod:`autotune.runtime.quantize`)."""
+        return "weights" in self.precision or "quantize" in self.precision
+
     @classmethod
     def from_dict(cls, d: Any, where: str = "config") -> CompileConfig:
         """Builds a config from its JSON form; missing keys take their defaults.
@@ -276,6 +293,11 @@ class CompileConfig:
             parts.append(f"autocast={self.precision['autocast']}")
         if "matmul" in self.precision:
             parts.append(f"matmul={self.precision['matmul']}")
+        if "weights" in self.precision:
+            parts.append(f"weights={self.precision['weights']}")
+        if "quantize" in self.precision:
+            kept = "-head" if self.precision.get("quantize_layers") == "except-last" else ""
+            parts.append(f"quantize={self.precision['quantize']}{kept}")
         if "optimizer" in self.train:
             parts.append(f"optimizer={self.train['optimizer']}")
         if "plan" in self.shapes:

@@ -26,9 +26,16 @@ PART_KEYS = ("name", "when", "config")
 WHEN_KEYS = ("input", "dim", "min", "max")
 # How a config changes precision (absent: as eager, float32 at "highest"): the dtype of an
 # autocast region around each call, and torch's float32 matmul precision during each call.
+# The model's own weights changed once, before it compiles (autotune.runtime.quantize): cast
+# to ``weights``, or ``quantize``d by torchao (its Linear layers; "except-last" keeps the last
+# Linear the model registers, its output head, in full precision).
+QUANTIZE_SCHEMES = ("int8-weight-only", "int8-dynamic", "int4-weight-only", "float8-dynamic")
 PRECISION_VALUES = {
     "autocast": ("bfloat16", "float16"),
     "matmul": ("high", "medium"),
+    "weights": ("bfloat16", "float16"),
+    "quantize": QUANTIZE_SCHEMES,
+    "quantize_layers": ("except-last",),
 }
 # How a training step runs beside the compiled model (absent: as the user's loop runs it):
 # ``optimizer`` "compiled" runs ``optimizer.step`` through ``torch.compile``.
@@ -265,7 +272,13 @@ def _is_size(value: Any) -> bool:
 
 def precision_problems(d: Any, where: str) -> list[str]:
     """Problems of a config's ``precision`` (see :data:`PRECISION_VALUES`)."""
-    return _choice_problems(d, PRECISION_VALUES, where, "as eager")
+    problems = _choice_problems(d, PRECISION_VALUES, where, "as eager")
+    if isinstance(d, Mapping) and "quantize_layers" in d and "quantize" not in d:
+        problems.append(
+            f"{where}.quantize_layers: says which layers a quantize scheme leaves out, and "
+            f"{where}.quantize is absent; set a scheme or remove it"
+        )
+    return problems
 
 
 def _choice_problems(

@@ -42,6 +42,7 @@ from autotune.runtime.fingerprint import (
     environment_mismatches,
 )
 from autotune.runtime.knobs import check_config
+from autotune.runtime.quantize import change_weights
 from autotune.runtime.shapes import plan_root, plan_warmup, warm_up
 
 __all__ = ["apply", "check_config", "compile_module", "load", "warm_up"]
@@ -75,6 +76,12 @@ def apply(
     per thread, so threads calling differently tuned models never see each other's. Older
     torch keeps config process-wide: there, calls of regions that set any run one at a time,
     process-wide (a ``RuntimeWarning`` says so the first time two calls overlap).
+
+    A config that changes the weights (``precision.weights``: a cast; ``precision.quantize``:
+    torchao's quantization of its Linear layers) changes ``model``'s own, in place, before it
+    compiles (see :mod:`autotune.runtime.quantize`); only a quantized config imports torchao,
+    and without it is refused (:class:`~autotune.runtime.quantize.QuantizeError`, naming
+    ``pip install 'autotune[quantize]'``) before anything changes.
 
     With ``freezing`` (inference only: under ``torch.no_grad()`` or ``inference_mode()``), the
     first call folds the model's weights into the compiled code as constants: load the weights
@@ -309,6 +316,7 @@ def _compile_scope(
     :func:`apply`)."""
     scope = config.scope
     _raise_for_paths(model, [p for p in scope.compile if p] + list(scope.disable))
+    change_weights(model, config.precision)  # cast, quantized: once, before anything compiles
     for path in scope.disable:
         _replace(model, path, torch.compiler.disable(_child(model, path)))
     if scope.compile == ("",):  # a config with parts compiles in place wherever it can

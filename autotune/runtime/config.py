@@ -27,6 +27,7 @@ from autotune.runtime._compile_config import (
     ConfigError,
     EnvironmentMismatchWarning,
     Part,
+    QuantizeError,
     Scope,
     ScopeError,
     UnsafeKnobError,
@@ -49,10 +50,10 @@ from autotune.runtime._schema import (
 
 __all__ = [
     "DECISIONS", "FILE_SCHEMA_VERSION", "PREFILLS", "SCHEMA_VERSION", "BestConfig",
-    "CompileConfig", "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part", "Scope",
-    "ScopeError", "UnsafeKnobError", "When", "created_time", "entry_key", "entry_label",
-    "for_generate", "load", "prefill_config", "read_bytes", "sha256_of",
-    "sha256_of_file",
+    "CompileConfig", "ConfigError", "ConfigFile", "EnvironmentMismatchWarning", "Part",
+    "QuantizeError", "Scope", "ScopeError", "UnsafeKnobError", "When", "created_time",
+    "entry_key", "entry_label", "for_generate", "load", "prefill_config", "read_bytes",
+    "sha256_of", "sha256_of_file",
 ]  # fmt: skip
 
 # The newest entry version this autotune reads. An entry is written at the oldest version that

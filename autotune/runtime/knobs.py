@@ -80,7 +80,9 @@ def near(layer: str, name: str) -> str | None:
 def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[str]) -> None:
     """Raises :class:`ConfigError` when ``config`` sets a number outside its bound (see
     :mod:`autotune.runtime._bounds`) or does not fit the installed torch (unknown Inductor,
-    Dynamo or functorch knobs, values of the wrong type, an unknown backend), and
+    Dynamo or functorch knobs, values of the wrong type, an unknown backend),
+    :class:`~autotune.runtime.quantize.QuantizeError` when it quantizes with a torchao that
+    is not installed or lacks its scheme, and
     :class:`UnsafeKnobError` when it sets knobs refused from data that ``allow_unsafe_knobs``
     does not name. Nothing is compiled or allocated before it returns."""
     import torch
@@ -105,6 +107,11 @@ def check_config(config: CompileConfig, allow_unsafe_knobs: bool | Collection[st
             f"{torch.__version__}:\n{lines}\nRe-run the search with this torch, or remove "
             "these keys from the config."
         )
+    from autotune.runtime.quantize import QuantizeError, scheme_problems
+
+    quantize = scheme_problems(config.precision)
+    if quantize:
+        raise QuantizeError(f"config {config.config_hash()}: " + " ".join(quantize))
     unsafe = _safety.config_problems(config, allow_unsafe_knobs, declared_type)
     if unsafe:
         raise UnsafeKnobError(_safety.explain(unsafe, f"config {config.config_hash()}"))

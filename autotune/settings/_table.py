@@ -365,9 +365,12 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
             "the accuracy contract a config that changes numerics on purpose must meet "
             "against eager fp32, e.g. 'cosine>=0.999', 'max_abs<=1e-2,cosine>=0.999', "
             "'rtol=1e-2,atol=1e-3' or 'accuracy>=0.99' (the model file's accuracy(output, "
-            "reference)); it searches the space's [precision] knobs (bf16 autocast, matmul "
-            "precision), a backend's bf16 and the [numerics] knobs under it. Without it "
-            "nothing that changes numerics is searched"
+            "reference)); for --workload generate, 'top1>=0.99' and 'cosine>=X' on eager's "
+            "tokens teacher-forced through the config's decode; for train, 'loss_rel<=X' and "
+            "'grad_cosine>=X'. It searches the space's [precision] knobs (bf16 autocast, "
+            "matmul precision, bf16 weights, torchao int8 quantization), a backend's bf16 and "
+            "the [numerics] knobs under it. Without it nothing that changes numerics is "
+            "searched"
         ),
     ),
     Option(

@@ -56,8 +56,8 @@ def why_not_packaged(
         return f"the backend is {config.backend!r}, but a package is compiled by Inductor"
     if config.precision:
         return (
-            "the config sets precision (an autocast region, a matmul precision) around each "
-            "call, which a package cannot carry"
+            "the config sets precision (an autocast region, a matmul precision around each "
+            "call, cast or quantized weights), which a package cannot carry"
         )
     if scope.compile != ("",):
         return f"the scope is regional ({', '.join(scope.compile)}), not the whole model"

@@ -21,19 +21,20 @@ from typing import Any
 
 CONTEXT_NAMES = (
     "device", "workload", "cpu_vector_widths", "cpu_flags", "cuda_capability",
-    "accuracy_contract", "padding",
+    "accuracy_contract", "padding", "torchao",
 )  # fmt: skip
 """Names a condition may use besides knobs: the device type (``"cpu"``, ``"cuda"``), the
 workload (``"infer"``, ``"train"`` or ``"generate"``: ``workload != 'train'`` for both kinds of
 inference), the vector widths this CPU supports (e.g.
 ``[256, 512]``), this CPU's flags (``'amx_bf16' in cpu_flags``), the CUDA device's compute
 capability (``cuda_capability >= [8, 0]``; none on a CPU), whether the study states an
-accuracy contract, and whether the model declares how its inputs pad (``padding``)."""
+accuracy contract, whether the model declares how its inputs pad (``padding``), and whether
+torchao is installed (``torchao``: the ``[precision]`` quantize knob's schemes need it)."""
 
 SYNTAX = (
     "conditions use knob names, device, workload, cpu_vector_widths, cpu_flags, "
-    "cuda_capability, accuracy_contract, padding, literals, ==, !=, <, <=, >, >=, in, not in, "
-    "and, or, not and parentheses"
+    "cuda_capability, accuracy_contract, padding, torchao, literals, ==, !=, <, <=, >, >=, in, "
+    "not in, and, or, not and parentheses"
 )
 # Far deeper than any condition a person writes (``a.b.c == 1 and not d`` nests 5 deep), far
 # shallower than the interpreter's recursion limit for the walks that recurse.

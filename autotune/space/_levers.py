@@ -26,9 +26,15 @@ the study has one (``when = "padding"``).
 ``openvino``. A backend that is not installed is left out of a built-in space with a note, and
 is a problem in a space of the user's.
 
+``[precision]`` also holds what changes the model's weights before it compiles (see
+:mod:`autotune.runtime.quantize`): ``weights`` (``"float32"``, ``"bfloat16"``, ``"float16"``:
+the model cast), ``quantize`` (``"none"`` or a torchao scheme: ``"int8-dynamic"``, ...) and
+``quantize_layers`` (``"all"`` Linear layers, or ``"except-last"``: the output head kept).
+
 Conditions may read what the hardware runs natively: ``cpu_flags`` (this CPU's flags from
 ``/proc/cpuinfo``: ``'amx_bf16' in cpu_flags``), ``cuda_capability`` (``[8, 0]`` on an A100;
-none on a CPU) and ``accuracy_contract`` (true when the study states one).
+none on a CPU), ``accuracy_contract`` (true when the study states one) and ``torchao`` (true
+where torchao is installed).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from autotune.runtime._schema import QUANTIZE_SCHEMES
 from autotune.runtime.config import PREFILLS
 from autotune.runtime.shapes import AUTO, SHAPE_PLANS
 from autotune.space._knob import Knob, did_you_mean
@@ -45,8 +52,14 @@ LAYERS = ("precision", "train", "generate", "shapes", "openvino")
 PRECISION: dict[str, tuple[str, ...]] = {
     "autocast": ("none", "bfloat16", "float16"),
     "matmul": ("highest", "high", "medium"),
+    "weights": ("float32", "bfloat16", "float16"),
+    "quantize": ("none", *QUANTIZE_SCHEMES),
+    "quantize_layers": ("all", "except-last"),
 }
-PRECISION_DEFAULTS = {"autocast": "none", "matmul": "highest"}
+PRECISION_DEFAULTS = {
+    "autocast": "none", "matmul": "highest", "weights": "float32", "quantize": "none",
+    "quantize_layers": "all",
+}  # fmt: skip
 TRAIN: dict[str, tuple[str, ...]] = {"optimizer": ("eager", "compiled")}
 TRAIN_DEFAULTS = {"optimizer": "eager"}
 GENERATE: dict[str, tuple[str, ...]] = {"prefill": PREFILLS}
@@ -92,12 +105,37 @@ def _choice_problems(knob: Knob, device: str) -> list[str]:
         for v in knob.values()
         if v not in allowed
     ]
-    if knob.name == "autocast" and "float16" in knob.values() and device.startswith("cpu"):
+    if (
+        knob.name in ("autocast", "weights")
+        and "float16" in knob.values()
+        and device.startswith("cpu")
+    ):
         found.append(
-            f"{knob.param}: 'float16' autocast is for CUDA; on {device} use 'bfloat16' (on a "
-            "CPU with AVX512-BF16 or AMX)"
+            f"{knob.param}: 'float16' is for CUDA; on {device} use 'bfloat16' (on a CPU with "
+            "AVX512-BF16 or AMX)"
         )
+    if knob.name == "quantize":
+        found += _quantize_problems(knob, device)
     return found
+
+
+def _quantize_problems(knob: Knob, device: str) -> list[str]:
+    """A scheme this device type or the installed torchao does not run; torchao itself
+    missing, unless the knob's condition reads ``torchao`` (a built-in space's does: it is
+    then left out)."""
+    from autotune.runtime import quantize as _quantize
+
+    device_type = "cpu" if device.startswith("cpu") else "cuda"
+    schemes = [v for v in knob.values() if v in _quantize.SCHEMES]
+    if _quantize.torchao_version() is None:
+        if schemes and "torchao" not in (knob.when or ""):
+            return [
+                f"{knob.param}: quantizing needs torchao, which is not installed here: "
+                f"`{_quantize.INSTALL}`, or add `torchao and` to the knob's condition so that "
+                "it is left out where torchao is missing"
+            ]
+        return []
+    return [p for v in schemes for p in _quantize.scheme_problems({"quantize": v}, device_type)]
 
 
 def describe(knob: Knob) -> tuple[str, Any]:
@@ -140,7 +178,14 @@ def context(device: str, contract: bool, reads: str, padding: bool = False) -> d
         "cuda_capability": capability,
         "accuracy_contract": contract,
         "padding": padding,
+        "torchao": _torchao_installed(),
     }
+
+
+def _torchao_installed() -> bool:
+    from autotune.runtime.quantize import torchao_version
+
+    return torchao_version() is not None
 
 
 @functools.cache

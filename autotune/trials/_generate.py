@@ -5,7 +5,8 @@ The config runs as the generate workload ships it (:func:`~autotune.runtime.conf
 for_generate`): the decode steps compiled by the searched config, the prefill eager, on the
 model itself, compiled in place as ``autotune.apply`` does. Eager runs are the same model with
 its compiled entry set aside, so a trial never holds the weights twice: a model that generates
-in eager fits in a trial. Transformers' own compile (a static cache on CUDA) is turned off, so
+in eager fits in a trial. A config that changes the weights (a cast, a quantization) runs on a
+copy, beside eager's. Transformers' own compile (a static cache on CUDA) is turned off, so
 that the two never nest. The gate: every request's token ids equal eager's, greedy in fp32.
 Time to first token is ``generate`` of one new token, timed like the sweep.
 """
@@ -13,6 +14,8 @@ Time to first token is ``generate`` of one new token, timed like the sweep.
 from __future__ import annotations
 
 import contextlib
+import copy
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -21,6 +24,7 @@ from typing import Any
 import torch
 
 from autotune import measure
+from autotune.measure import Contract
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig, for_generate
 from autotune.trials._classify import TrialFailure, classify
@@ -33,7 +37,10 @@ from autotune.workload import (
     generate_function,
 )
 
-__all__ = ["GenerateWork", "compile_first", "first_token", "judge", "setup", "sweeps"]
+__all__ = [
+    "GenerateWork", "compile_first", "first_token", "forced_logits", "generation_errors", "judge",
+    "judge_contract", "setup", "sweeps",
+]  # fmt: skip
 
 
 @dataclass
@@ -46,6 +53,14 @@ class GenerateWork:
     reference: list[torch.Tensor]
     units: dict[str, Any] | None
     first: list[Call] | None  # each request for one new token (the model's generate() only)
+    # The model the config runs: ``model`` itself compiled in place, or a copy of it when the
+    # config changes the weights (a cast, a quantization), so that eager's stay eager's
+    target: torch.nn.Module | None = None
+    own_generate: bool = False  # the model file's generate(model, inputs), not the model's
+
+    @property
+    def configured(self) -> torch.nn.Module:
+        return self.target if self.target is not None else self.model
 
 
 def setup(spec: TrialSpec) -> GenerateWork:
@@ -63,7 +78,8 @@ def setup(spec: TrialSpec) -> GenerateWork:
     if getattr(module, "generate", None) is None:
         one = {"max_new_tokens": 1, "min_new_tokens": 1}
         first = [Call(call.args, {**call.kwargs, **one}) for call in calls]
-    return GenerateWork(model, calls, step, reference, units, first)
+    own = getattr(module, "generate", None) is not None
+    return GenerateWork(model, calls, step, reference, units, first, own_generate=own)
 
 
 def own_compile_off(model: torch.nn.Module) -> None:
@@ -98,12 +114,12 @@ def eager(model: torch.nn.Module) -> Iterator[None]:
 
 
 def _sweep(work: GenerateWork, calls: list[Call]) -> list[torch.Tensor]:
-    return [work.step(work.model, call) for call in calls]
+    return [work.step(work.configured, call) for call in calls]
 
 
 def _eager_sweep(work: GenerateWork, calls: list[Call]) -> list[torch.Tensor]:
     with eager(work.model):
-        return _sweep(work, calls)
+        return [work.step(work.model, call) for call in calls]
 
 
 def compile_first(
@@ -115,13 +131,15 @@ def compile_first(
     if config is None:
         return _eager_sweep(work, work.calls), None
     try:
+        if config.changes_weights:  # a cast or quantized copy: eager's weights stay eager's
+            work.target = copy.deepcopy(work.model)
         compile_module(
-            work.model, for_generate(config), allow_unsafe_knobs=spec.allow_unsafe_knobs
+            work.configured, for_generate(config), allow_unsafe_knobs=spec.allow_unsafe_knobs
         )
         outputs, total = [], 0.0
         for call in work.calls:
             out, seconds = measure.time_first_call(
-                partial(work.step, work.model, call), spec.device
+                partial(work.step, work.configured, call), spec.device
             )
             outputs.append(out.clone())
             total += seconds
@@ -156,6 +174,80 @@ def judge(reference: list[torch.Tensor], outputs: list[torch.Tensor]) -> Judged:
     share = equal / total if total else 1.0
     accuracy = {"tokens_equal": share, "held_to": "tokens", "relaxed": False}
     return Judged(not first, first, accuracy)
+
+
+def judge_contract(work: GenerateWork, contract: Contract, outputs: list[torch.Tensor]) -> Judged:
+    """Holds a config that changes precision to the study's generation contract: eager's
+    token ids teacher-forced through the config's decode and through eager's, position by
+    position (see :mod:`autotune.measure._contract`); the share of tokens it generated equal
+    to eager's on its own is recorded beside."""
+    if work.own_generate:
+        raise TrialFailure(
+            "model_error",
+            f"the accuracy contract {contract} teacher-forces eager's tokens through the "
+            "model's generate() (transformers' GenerationMixin), and this model file defines "
+            "its own generate(model, inputs), which takes no logits processor: drop the "
+            "contract, or generate with the model's generate()",
+        )
+    try:
+        pairs = list(zip(work.calls, work.reference, strict=True))
+        with eager(work.model):
+            want = [forced_logits(work.model, call, ids) for call, ids in pairs]
+        got = [forced_logits(work.configured, call, ids) for call, ids in pairs]
+    except Exception as exc:
+        raise classify(exc, None) from exc
+    errors = generation_errors(want, got)
+    verdict = contract.judge_generation(errors)
+    tokens = judge(work.reference, outputs).accuracy["tokens_equal"]
+    accuracy = {**errors, "tokens_equal": tokens, "held_to": "contract", "relaxed": True}
+    return Judged(verdict.ok, verdict.detail, {**accuracy, "contract": str(contract)})
+
+
+def forced_logits(model: torch.nn.Module, call: Call, reference: torch.Tensor) -> torch.Tensor:
+    """``[batch, new tokens, vocab]``: the logits of each new position of ``model.generate``
+    on ``call``'s prompt with every next token forced to ``reference``'s (eager's): the
+    decode path the model runs (its compiled steps, its cache) on eager's prefixes."""
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    prompt = call.kwargs.get("input_ids", call.args[0] if call.args else None)
+    start = int(prompt.shape[1]) if isinstance(prompt, torch.Tensor) else 0
+
+    class Forced(LogitsProcessor):
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+            at = min(int(input_ids.shape[1]), reference.shape[1] - 1)
+            forced = torch.full_like(scores, -math.inf)
+            return forced.scatter_(1, reference[:, at : at + 1].to(scores.device), 0.0)
+
+    kwargs = {
+        **call.kwargs, "do_sample": False, "logits_processor": LogitsProcessorList([Forced()]),
+        "output_logits": True, "return_dict_in_generate": True,
+        "max_new_tokens": max(reference.shape[1] - start, 1),
+    }  # fmt: skip
+    out = getattr(model, "generate")(*call.args, **kwargs)  # noqa: B009 (Module.__getattr__)
+    return torch.stack(list(out.logits), dim=1).float()
+
+
+def generation_errors(want: list[torch.Tensor], got: list[torch.Tensor]) -> dict[str, Any]:
+    """``top1`` (the share of positions whose argmax is eager's), ``cosine`` (the lowest
+    cosine of one position's logits with eager's), ``first_divergence`` (where the argmax
+    first differs, or None) and ``positions`` compared, over every request's sequences."""
+    equal = positions = 0
+    low = 1.0
+    first = None
+    for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        if w.shape != g.shape:
+            return {"top1": 0.0, "cosine": None, "positions": positions,
+                    "first_divergence": f"request {i}: logits {tuple(g.shape)} where eager's "
+                                        f"are {tuple(w.shape)}"}  # fmt: skip
+        same = w.argmax(-1) == g.argmax(-1)
+        equal, positions = equal + int(same.sum()), positions + same.numel()
+        cosine = torch.nn.functional.cosine_similarity(w, g, dim=-1).nan_to_num(-1.0)
+        low = min(low, float(cosine.min())) if cosine.numel() else low
+        if first is None and not bool(same.all()):
+            row, at = (int(x) for x in (~same).nonzero()[0])
+            first = f"request {i}, sequence {row}, new token {at}"
+    top1 = equal / positions if positions else 1.0
+    return {"top1": top1, "cosine": low, "first_divergence": first, "positions": positions}
 
 
 def sweeps(

@@ -23,6 +23,7 @@ from autotune.measure import parse_contract, report_errors
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
+from autotune.runtime.quantize import weights_bytes
 from autotune.settings import WORKLOADS
 from autotune.trials import _generate, _train
 from autotune.trials._checks import (
@@ -102,6 +103,7 @@ def _record_setup(
     facts["phases"] = {"setup_s": time.perf_counter() - started}
     facts["inputs"] = describe_calls(calls)
     facts["model"] = model_fingerprint(model)
+    facts["eager_weights_bytes"] = facts["weights_bytes"] = weights_bytes(model)
     if units is not None:
         facts["units"] = units
 
@@ -144,6 +146,8 @@ def _compile_and_time(
         target, compile_s = _compile(spec, config, work)
     if target.backend is not None:
         facts["backend_conversion"] = target.backend
+    if isinstance(target.fn, torch.nn.Module):
+        facts["weights_bytes"] = weights_bytes(target.fn)
     raise_on_no_graph(config)
     report = _judge(spec, work, target.outputs)
     if not report.ok and len(work.calls) > 1:
@@ -276,8 +280,13 @@ def _generate_trial(
     _record_setup(facts, started, work.calls, work.model, work.units)
     with _compiling(spec, facts) as codes:
         outputs, compile_s = _generate.compile_first(spec, work, config)
+    facts["weights_bytes"] = weights_bytes(work.configured)
     raise_on_no_graph(config)
-    report = _generate.judge(work.reference, outputs)
+    contract = parse_contract(spec.accuracy) if spec.accuracy else None
+    if contract is not None and config is not None and spec.relaxed_numerics:
+        report = _generate.judge_contract(work, contract, outputs)
+    else:
+        report = _generate.judge(work.reference, outputs)
     _raise_unless_correct(report, config, "two eager generate() runs")
     raise_on_recompile_storm()
     same = _equivalent(spec, config, codes, facts)
@@ -365,8 +374,10 @@ def _compile(
     if config is None:
         return _Target(work.model, measure.clone_outputs(_sweep(work.model, work.calls))), None
     try:
+        # eager's model stays eager's: a regional scope replaces children in place, and a
+        # config that changes the weights (a cast, a quantization) changes them in place
         whole = config.scope.compile == ("",) and not config.scope.disable
-        model = work.model if whole else copy.deepcopy(work.model)
+        model = work.model if whole and not config.changes_weights else copy.deepcopy(work.model)
         with _watch_backend(config) as conversion:
             compiled = compile_module(model, config, allow_unsafe_knobs=spec.allow_unsafe_knobs)
             outputs, total = [], 0.0

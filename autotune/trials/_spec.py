@@ -163,6 +163,10 @@ class TrialResult(TrialFigures):
     # A traffic mix's (get_traffic) weighted figures, the config's and eager's: mean_s, p50_s,
     # p95_s, p99_s, eager_mean_s, ..., requests, and startup_s (compiling every shape it brings)
     traffic: dict[str, Any] | None = None
+    # The bytes of the model's parameters and buffers as stored, the config's (cast or
+    # quantized: autotune.runtime.quantize.weights_bytes) and eager's
+    weights_bytes: int | None = None
+    eager_weights_bytes: int | None = None
     # The distinct shapes of the inference calls (autotune.runtime.shapes.call_spec): what
     # autotune.apply(..., warmup="plan") compiles before the first request
     warmup: list[dict[str, Any]] = field(default_factory=list)

@@ -20,7 +20,7 @@ import autotune  # noqa: E402
 
 def test_arguments_pick_variants_and_refuse_unknown_ones(capsys):
     args = ds.parse_args(["--device", "cpu"])
-    assert args.variants.split(",") == ["eager", "hf", "default", "gpt-fast", "tuned"]
+    assert args.variants.split(",") == ["eager", "hf", "default", "gpt-fast", "int8", "tuned"]
     assert args.out.name == "decode_cpu.md" and args.config is None and args.model == "llama"
     gpt2 = ds.parse_args(["--device", "cpu", "--model", "gpt2"])
     assert gpt2.out.name == "decode_cpu_gpt2.md"

@@ -110,3 +110,21 @@ def test_every_metric_is_recorded_whatever_the_contract_names() -> None:
     expected = [torch.randn(16)]
     verdict = parse_contract("max_abs<=1").judge(expected, [expected[0] * 1.001])
     assert set(verdict.errors) >= {"max_abs", "max_rel", "cosine"}
+
+
+def test_top1_is_a_fraction_judged_on_a_generation() -> None:
+    contract = parse_contract("top1>=0.99,cosine>=0.999")
+    assert str(contract) == "top1>=0.99,cosine>=0.999"
+    verdict = contract.judge_generation(
+        {"top1": 0.95, "cosine": 0.9995, "first_divergence": "request 0, sequence 1, new token 3"}
+    )
+    assert not verdict.ok
+    assert verdict.detail == (
+        "outside the accuracy contract top1>=0.99,cosine>=0.999: top1 measured 0.95 (first "
+        "different argmax: request 0, sequence 1, new token 3)"
+    )
+    assert contract.judge_generation({"top1": 1.0, "cosine": 0.9999}).ok
+    with pytest.raises(ContractError, match="top1 is a fraction of positions"):
+        parse_contract("top1>=1.5")
+    with pytest.raises(ContractError, match="write top1>=X"):
+        parse_contract("top1<=0.5")

@@ -17,7 +17,7 @@ from autotune.measure import (
     training_errors,
     workload_problems,
 )
-from autotune.measure._contract import BOUNDS
+from autotune.measure._contract import BOUNDS, GENERATE_METRICS
 
 
 @dataclass
@@ -42,7 +42,8 @@ def test_the_metric_lists_split_every_bound() -> None:
     assert BOUNDS["loss_rel"] == "<=" and BOUNDS["grad_cosine"] == ">="
     assert TRAINING_METRICS == ("loss_rel", "grad_cosine")
     assert set(INFERENCE_METRICS) == {"max_abs", "max_rel", "cosine", "accuracy", "rtol", "atol"}
-    assert set(BOUNDS) <= set(INFERENCE_METRICS) | set(TRAINING_METRICS)
+    assert GENERATE_METRICS == ("top1", "cosine") and BOUNDS["top1"] == ">="
+    assert set(BOUNDS) <= set(INFERENCE_METRICS) | set(TRAINING_METRICS) | set(GENERATE_METRICS)
 
 
 @pytest.mark.parametrize(

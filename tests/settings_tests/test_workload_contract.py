@@ -40,12 +40,17 @@ def test_a_bad_workload_is_the_only_problem_said() -> None:
     assert "workload" in str(raised.value) and "judges" not in str(raised.value)
 
 
-def test_a_generate_workload_takes_no_contract_yet() -> None:
-    """Its gate is the token ids, equal to eager's: no precision change is searched for it."""
+def test_a_generate_workload_takes_a_teacher_forced_contract_and_refuses_the_others() -> None:
+    """The gate is three-way: top1 and cosine judge a generation (teacher-forced logits),
+    top1 judges nothing else, and an inference clause judges no generation."""
+    options = resolve({"workload": "generate", "accuracy": "top1>=0.99,cosine>=0.999"})
+    assert options.accuracy == "top1>=0.99,cosine>=0.999"
     with pytest.raises(UsageError) as raised:
-        resolve({"workload": "generate", "accuracy": "cosine>=0.999"}, language=CLI)
+        resolve({"workload": "generate", "accuracy": "max_abs<=0.01"}, language=CLI)
     message = str(raised.value)
-    assert message.startswith("--accuracy 'cosine>=0.999' with --workload 'generate':")
-    assert "judged by its generated token ids" in message
-    assert message.endswith("drop --accuracy 'cosine>=0.999'.")
+    assert message.startswith("--accuracy 'max_abs<=0.01' with --workload 'generate':")
+    assert "teacher-forced" in message and message.endswith("--accuracy 'top1>=0.99'.")
+    for workload in ("infer", "train"):
+        with pytest.raises(UsageError, match="top1>=0.99"):
+            resolve({"workload": workload, "accuracy": "top1>=0.99"}, language=CLI)
     assert resolve({"workload": "generate"}).workload == "generate"

@@ -222,6 +222,12 @@ LEVERS = {
     "OpenVINO (its watch() counts them), and a graph it cannot convert fails as backend_fallback",
     "precision.autocast": "tests/runtime_tests/test_precision.py: Inductor generates bf16 code",
     "precision.matmul": "tests/runtime_tests/test_precision.py: the outputs move (bf16 matmuls)",
+    "precision.quantize": "tests/runtime_tests/test_quantize.py: the Linear weights become "
+    "torchao's int8 tensors (a quarter of the bytes) and Inductor's code reads int8",
+    "precision.quantize_layers": "tests/runtime_tests/test_quantize.py: except-last leaves the "
+    "output head's weight a float32 Parameter",
+    "precision.weights": "tests/runtime_tests/test_quantize.py: every parameter is bf16 (half "
+    "the bytes) and the outputs come back bf16",
     "functorch.activation_memory_budget": "tests/runtime_tests/test_functorch_knobs.py: the "
     "forward saves fewer activations for the backward, and Inductor's code changes",
     "train.optimizer": "tests/runtime_tests/test_optimizer.py and tests/trials_tests/"

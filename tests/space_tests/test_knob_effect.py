@@ -53,6 +53,9 @@ def test_every_searched_knob_is_proven_or_explained() -> None:
     # The same autocast and matmul-precision code runs on either device (torch.autocast of the
     # module's device type); their CUDA effect is not checked on a GPU yet.
     explained |= {"precision.autocast", "precision.matmul"}
+    # The same cast and torchao quantize_ run on either device (autotune.runtime.quantize);
+    # their CUDA kernels are torchao's, not checked on a GPU yet.
+    explained |= {"precision.weights", "precision.quantize", "precision.quantize_layers"}
     # The partitioner, the compiled optimizer step, the prefill's part and the shape plan are
     # the same code on either device.
     explained |= {"functorch.activation_memory_budget", "train.optimizer", "generate.prefill"}

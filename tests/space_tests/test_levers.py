@@ -69,7 +69,7 @@ def test_a_bf16_cpu_without_amx_gets_autocast_but_not_the_matmul_precision(
 
 def test_float16_autocast_is_refused_on_a_cpu() -> None:
     raw = {"precision": {"autocast": ["none", "float16"]}}
-    with pytest.raises(SpaceError, match="'float16' autocast is for CUDA"):
+    with pytest.raises(SpaceError, match="autocast: 'float16' is for CUDA"):
         space_from_dict(raw, "cpu")
 
 
@@ -165,3 +165,57 @@ def test_a_plan_offered_without_a_declaration_or_a_broken_declaration_is_refused
     broken = {"name": "s", "padding": {"inputs": {"input_ids": {"dim": -1, "value": 0}}}}
     with pytest.raises(SpaceError, match=r"padding.inputs.input_ids.dim: expected a dimension"):
         space_from_dict(broken, "cpu")
+
+
+VNNI = AMX | {"avx512_vnni", "amx_int8"}
+
+
+def test_under_a_contract_a_vnni_cpu_with_torchao_searches_int8(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("torchao")
+    monkeypatch.setattr(_levers, "cpu_flags", lambda: VNNI)
+    space = load_space("cpu", "cpu", accuracy_contract=True)
+    configs = _configs(space)
+    schemes = {c.precision.get("quantize") for c in configs}
+    assert schemes == {None, "int8-dynamic", "int8-weight-only"}
+    assert {c.precision.get("quantize_layers") for c in configs if c.changes_weights} >= {
+        None, "except-last"
+    }  # fmt: skip
+    assert not any("quantize_layers" in c.precision and "quantize" not in c.precision
+                   for c in configs)  # fmt: skip
+    assert {"int8-dynamic", "int8-dynamic+freezing"} <= {p.name for p in space.presets}
+    assert not any("weights" in c.precision for c in configs)  # generation only
+    generate = load_space("cpu", "cpu", accuracy_contract=True, workload="generate")
+    assert {c.precision.get("weights") for c in _configs(generate)} == {None, "bfloat16"}
+
+
+def test_without_torchao_or_int8_instructions_int8_is_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from autotune.runtime import quantize
+
+    monkeypatch.setattr(_levers, "cpu_flags", lambda: AMX)  # bf16, but no int8 dot products
+    assert not any(
+        c.changes_weights for c in _configs(load_space("cpu", "cpu", accuracy_contract=True))
+    )
+    monkeypatch.setattr(_levers, "cpu_flags", lambda: VNNI)
+    monkeypatch.setattr(quantize, "torchao_version", lambda: None)
+    space = load_space("cpu", "cpu", accuracy_contract=True)
+    assert not any(c.changes_weights for c in _configs(space))
+    assert "int8-dynamic" not in [p.name for p in space.presets]
+
+
+def test_a_users_space_that_quantizes_needs_torchao_and_a_scheme_this_device_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from autotune.runtime import quantize
+
+    pytest.importorskip("torchao")
+    with pytest.raises(SpaceError, match="'int4-weight-only' runs on cuda, not on cpu"):
+        space_from_dict({"precision": {"quantize": ["none", "int4-weight-only"]}}, "cpu")
+    monkeypatch.setattr(quantize, "torchao_version", lambda: None)
+    with pytest.raises(SpaceError, match=r"needs torchao.*autotune\[quantize\]"):
+        space_from_dict({"precision": {"quantize": ["none", "int8-dynamic"]}}, "cpu")
+    guarded = {"choices": ["none", "int8-dynamic"], "when": "torchao"}
+    space_from_dict({"precision": {"quantize": guarded}}, "cpu")  # left out where missing

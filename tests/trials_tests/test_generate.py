@@ -73,6 +73,40 @@ def test_a_compiled_prefill_runs_its_own_graphs_and_is_timed(runner, model_file)
     assert result.graphs >= 3 and result.generate["ttft_s"] > 0
 
 
+INT8 = CompileConfig(backend="aot_eager", precision={"quantize": "int8-dynamic"})
+
+
+def test_an_int8_decode_is_held_to_the_contract_teacher_forced_and_its_bytes_recorded(
+    runner, model_file
+):
+    """eager's tokens forced through the quantized copy's decode: every position's argmax and
+    logits compared; eager's own weights stay float32 (its figures are eager's)."""
+    contracted = spec(model_file("generate_llama"), INT8, accuracy="top1>=0.99,cosine>=0.99",
+                      relaxed_numerics=True)  # fmt: skip
+    result = runner.run(contracted)
+    assert result.status == "ok", result.error_tail
+    accuracy = result.accuracy
+    assert accuracy["held_to"] == "contract" and accuracy["contract"] == "top1>=0.99,cosine>=0.99"
+    assert accuracy["top1"] == 1.0 and 0.99 < accuracy["cosine"] < 1.0  # moved, not broken
+    assert accuracy["positions"] == 18 and accuracy["first_divergence"] is None
+    assert result.weights_bytes < result.eager_weights_bytes * 0.7  # int8 Linear weights
+
+
+def test_planted_activation_outliers_break_int8_and_the_contract_refuses_it(runner, model_file):
+    result = runner.run(spec(model_file("generate_outliers"), INT8, accuracy="top1>=0.99",
+                             relaxed_numerics=True))  # fmt: skip
+    assert result.failure_kind == "accuracy", result.error_tail
+    assert result.error.startswith("outside the accuracy contract top1>=0.99: top1 measured 0.")
+    assert "(first different argmax: request 0, sequence " in result.error
+
+
+def test_a_files_own_loop_cannot_be_teacher_forced(runner, model_file):
+    result = runner.run(spec(model_file("generate_own_loop"), INT8, accuracy="top1>=0.99",
+                             relaxed_numerics=True))  # fmt: skip
+    assert result.failure_kind == "model_error", result.error_tail
+    assert "defines its own generate(model, inputs)" in result.error
+
+
 def test_a_search_ships_the_decode_config_with_the_prefill_it_chose(
     tmp_path, model_file, space_file, autotune_command
 ):

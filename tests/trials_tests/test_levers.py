@@ -36,6 +36,18 @@ def test_bf16_autocast_passes_the_contract_it_is_held_to() -> None:
     assert accuracy["dtype_changes"] == ["out[0]: float32 -> bfloat16"]
 
 
+def test_an_int8_config_is_timed_against_float32_eager_and_held_to_the_contract() -> None:
+    """The config quantizes a copy: eager's model keeps its float32 weights, so the speedup
+    and the error are against eager fp32; the weights' bytes are recorded beside them."""
+    pytest.importorskip("torchao")
+    int8 = {"backend": "eager", "precision": {"quantize": "int8-dynamic"}}
+    result = _run("tiny.py", int8, relaxed_numerics=True, accuracy="cosine>=0.99")
+    assert result.ok, result.error
+    assert result.accuracy["held_to"] == "contract" and 0.99 <= result.accuracy["cosine"] < 1.0
+    assert result.eager_weights_bytes == (16 * 32 + 32 + 32 * 8 + 8) * 4
+    assert result.weights_bytes < result.eager_weights_bytes * 0.6
+
+
 def test_without_a_contract_bf16_fails_the_gate() -> None:
     result = _run("tiny.py", BF16, relaxed_numerics=True)
     assert result.failure_kind == "accuracy"
