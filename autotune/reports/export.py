@@ -59,6 +59,9 @@ COLUMNS: dict[str, str] = {
     **{f"{r}_{k}": "float64" for r in ("finalist", "confirmed") for k in CLAIMED},
     "score": "float64",  # the study's objective (higher is better)
     "peak_memory_bytes": "int64",
+    # the weights as stored, the config's (cast or quantized) and eager's
+    "weights_bytes": "int64",
+    "eager_weights_bytes": "int64",
     # over a traffic mix (get_traffic, --traffic): per request, weighted; empty otherwise
     **{f"traffic_{k}": "float64" for k in TRAFFIC_FIGURES},
     "graphs": "int64",
@@ -213,6 +216,8 @@ def _row(data: StudyData, row: TrialRow, rounds: dict[str, float | None]) -> dic
         **rounds,
         score=data.objective.score(r),
         peak_memory_bytes=r.peak_memory_bytes,
+        weights_bytes=result.get("weights_bytes"),
+        eager_weights_bytes=result.get("eager_weights_bytes"),
         **{f"traffic_{k}": (r.traffic or {}).get(k) for k in TRAFFIC_FIGURES},
         graphs=r.graphs,
         graph_breaks=r.graph_breaks,
