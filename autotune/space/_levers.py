@@ -43,7 +43,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from autotune.runtime._schema import QUANTIZE_SCHEMES
+from autotune.runtime import quantize
 from autotune.runtime.config import PREFILLS
 from autotune.runtime.shapes import AUTO, SHAPE_PLANS
 from autotune.space._knob import Knob, did_you_mean
@@ -53,7 +53,7 @@ PRECISION: dict[str, tuple[str, ...]] = {
     "autocast": ("none", "bfloat16", "float16"),
     "matmul": ("highest", "high", "medium"),
     "weights": ("float32", "bfloat16", "float16"),
-    "quantize": ("none", *QUANTIZE_SCHEMES),
+    "quantize": ("none", *quantize.SCHEMES),
     "quantize_layers": ("all", "except-last"),
 }
 PRECISION_DEFAULTS = {
@@ -123,19 +123,17 @@ def _quantize_problems(knob: Knob, device: str) -> list[str]:
     """A scheme this device type or the installed torchao does not run; torchao itself
     missing, unless the knob's condition reads ``torchao`` (a built-in space's does: it is
     then left out)."""
-    from autotune.runtime import quantize as _quantize
-
     device_type = "cpu" if device.startswith("cpu") else "cuda"
-    schemes = [v for v in knob.values() if v in _quantize.SCHEMES]
-    if _quantize.torchao_version() is None:
+    schemes = [v for v in knob.values() if v in quantize.SCHEMES]
+    if quantize.torchao_version() is None:
         if schemes and "torchao" not in (knob.when or ""):
             return [
                 f"{knob.param}: quantizing needs torchao, which is not installed here: "
-                f"`{_quantize.INSTALL}`, or add `torchao and` to the knob's condition so that "
+                f"`{quantize.INSTALL}`, or add `torchao and` to the knob's condition so that "
                 "it is left out where torchao is missing"
             ]
         return []
-    return [p for v in schemes for p in _quantize.scheme_problems({"quantize": v}, device_type)]
+    return [p for v in schemes for p in quantize.scheme_problems({"quantize": v}, device_type)]
 
 
 def describe(knob: Knob) -> tuple[str, Any]:
@@ -183,9 +181,7 @@ def context(device: str, contract: bool, reads: str, padding: bool = False) -> d
 
 
 def _torchao_installed() -> bool:
-    from autotune.runtime.quantize import torchao_version
-
-    return torchao_version() is not None
+    return quantize.torchao_version() is not None
 
 
 @functools.cache

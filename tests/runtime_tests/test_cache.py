@@ -195,15 +195,21 @@ def test_a_package_says_where_its_weights_come_from(tmp_path, weights, problem):
 
 
 @pytest.mark.slow
-def test_an_exported_cache_makes_a_fresh_process_hit_the_fx_graph_cache(tmp_path):
+@pytest.mark.parametrize("precision", [{}, {"quantize": "int8-dynamic"}], ids=["fp32", "int8"])
+def test_an_exported_cache_makes_a_fresh_process_hit_the_fx_graph_cache(tmp_path, precision):
     """The whole path with real Inductor: export from a file, then a fresh process with an
-    empty cache directory loads the archive and compiles from it, without g++."""
+    empty cache directory loads the archive and compiles from it, without g++. A quantized
+    config too: torchao's int8 weights are graph inputs, so the graph compiled for the search's
+    weights serves the weights production loads."""
     from autotune.ship import ship_cache
+
+    if precision:
+        pytest.importorskip("torchao")
 
     model = tmp_path / "tiny.py"
     shutil.copy(FIXTURES / "models" / "tiny.py", model)
     best = tmp_path / "best.json"
-    BestConfig(decision="compile", reason="r", config=CompileConfig(),
+    BestConfig(decision="compile", reason="r", config=CompileConfig(precision=precision),
                model={"source": str(model)},
                workload={"kind": "infer", "device": "cpu", "seed": 0}).dump(best)  # fmt: skip
 
@@ -216,6 +222,7 @@ import torch, autotune
 from torch._dynamo.utils import counters
 from autotune.workload import build_calls, build_model, load_model_file
 module = load_model_file({str(model)!r})
+torch.manual_seed(1)  # other weights than the export's
 m = build_model(module, "cpu").eval()
 (call,) = build_calls(module, "cpu")
 with torch.no_grad():

@@ -165,3 +165,10 @@ def test_a_model_apply_quantized_is_the_one_it_was_given() -> None:
     assert _weight_types(model) == ["Int8Tensor"] * 3
     assert _weight_types(copy_before) == ["Parameter"] * 3
     assert compiled(torch.randn(2, 128)).shape == (2, 10)
+
+
+def test_the_file_schema_and_the_runtime_name_the_same_schemes() -> None:
+    """The schema validates a file without torch; the runtime applies what it accepts."""
+    from autotune.runtime._schema import QUANTIZE_SCHEMES
+
+    assert tuple(quantize.SCHEMES) == QUANTIZE_SCHEMES
