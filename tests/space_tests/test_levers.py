@@ -188,6 +188,11 @@ def test_under_a_contract_a_vnni_cpu_with_torchao_searches_int8(
     assert not any("weights" in c.precision for c in configs)  # generation only
     generate = load_space("cpu", "cpu", accuracy_contract=True, workload="generate")
     assert {c.precision.get("weights") for c in _configs(generate)} == {None, "bfloat16"}
+    # half of an 8-trial decode search's budget goes to presets: int8 dynamic is among them,
+    # and without a contract Hugging Face's recipe (the compiled prefill) is
+    assert [p.name for p in generate.presets].index("int8-dynamic") < 8 // 2
+    plain = load_space("cpu", "cpu", workload="generate")
+    assert [p.name for p in plain.presets].index("compiled-prefill") < 8 // 2
 
 
 def test_without_torchao_or_int8_instructions_int8_is_left_out(
