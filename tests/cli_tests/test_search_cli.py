@@ -21,13 +21,6 @@ from autotune.records import RecordStore
 FAST = ["--measure-seconds", "0.2", "--device", "cpu", "--finalists", "0"]
 
 
-@pytest.fixture(autouse=True)
-def _one_kernel_cache(tmp_path_factory, monkeypatch):
-    """The tests' studies share one kernel cache (a real study has its own): the warm host then
-    builds the C++ toolchain probes once per test session, not once per test."""
-    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
-
-
 def search(tmp_path: Path, model: str, *extra: str) -> tuple[int, str]:
     storage = f"sqlite:///{tmp_path}/autotune.db"
     out = str(tmp_path / "best_config.json")
@@ -61,15 +54,18 @@ def test_search_records_every_trial_and_emits_a_file_that_applies(
                                    expected)  # fmt: skip
 
 
-def test_rerunning_resumes_the_study(tmp_path, model_file, space_file, capsys):
+def test_rerunning_resumes_the_study(tmp_path, model_file, space_file, capsys, monkeypatch):
+    runs = scripted.use(monkeypatch, scripted.by_config())  # what is run, not how fast
     args = ("--space", space_file("aot_eager"))
     search(tmp_path, model_file("tiny"), *args, "--trials", "1")
     capsys.readouterr()
+    first = len(runs)
     code, storage = search(tmp_path, model_file("tiny"), *args, "--trials", "2")
     assert code == 0
     printed = capsys.readouterr().out
     assert "[eager]" not in printed
     assert len(optuna.load_study(study_name="s", storage=storage).trials) == 4
+    assert len(runs) - first == 1, runs  # the second run measured only the one new trial
 
 
 @pytest.mark.parametrize(
@@ -319,7 +315,11 @@ def test_a_model_with_an_aborting_and_a_hanging_part_is_tuned_end_to_end(
         torch.testing.assert_close(again(x), expected, rtol=1e-4, atol=1e-4)
 
 
-def test_amortized_over_ten_calls_says_do_not_compile(tmp_path, model_file, space_file, capsys):
+def test_amortized_over_ten_calls_says_do_not_compile(
+    tmp_path, model_file, space_file, capsys, monkeypatch
+):
+    """Every trial compiles for 0.5 s and saves under 1 ms a call (the scripted runner)."""
+    scripted.use(monkeypatch, scripted.by_config(default=1.5))
     code, _ = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
                      "--scope", "whole", "--trials", "2", "--objective", "amortized",
                      "--calls", "10")  # fmt: skip
