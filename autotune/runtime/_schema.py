@@ -29,12 +29,24 @@ WHEN_KEYS = ("input", "dim", "min", "max")
 # The model's own weights changed once, before it compiles (autotune.runtime.quantize): cast
 # to ``weights``, or ``quantize``d by torchao (its Linear layers; "except-last" keeps the last
 # Linear the model registers, its output head, in full precision).
-QUANTIZE_SCHEMES = ("int8-weight-only", "int8-dynamic", "int4-weight-only", "float8-dynamic")
+# Each scheme: torchao's config class (quantize_(model, Int8...Config())), the device types it
+# runs on, the lowest CUDA capability (autotune.runtime.quantize applies them).
+QUANTIZE_SCHEMES: dict[str, tuple[str, tuple[str, ...], tuple[int, int] | None]] = {
+    # int8 weights, dequantized in the matmul: half the weight bytes of bf16, a quarter of fp32
+    "int8-weight-only": ("Int8WeightOnlyConfig", ("cpu", "cuda"), None),
+    # int8 weights and int8 activations (scaled per token at each call): an int8 GEMM, which
+    # a CPU runs fast with VNNI or AMX dot-product instructions
+    "int8-dynamic": ("Int8DynamicActivationInt8WeightConfig", ("cpu", "cuda"), None),
+    # int4 weights in groups, tinygemm's CUDA kernel (bf16 activations: cast the weights too)
+    "int4-weight-only": ("Int4WeightOnlyConfig", ("cuda",), (8, 0)),
+    # float8 weights and activations: the tensor cores of Ada and Hopper GPUs
+    "float8-dynamic": ("Float8DynamicActivationFloat8WeightConfig", ("cuda",), (8, 9)),
+}
 PRECISION_VALUES = {
     "autocast": ("bfloat16", "float16"),
     "matmul": ("high", "medium"),
     "weights": ("bfloat16", "float16"),
-    "quantize": QUANTIZE_SCHEMES,
+    "quantize": tuple(QUANTIZE_SCHEMES),
     "quantize_layers": ("except-last",),
 }
 # How a training step runs beside the compiled model (absent: as the user's loop runs it):

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from autotune.runtime._compile_config import QuantizeError
+from autotune.runtime._schema import QUANTIZE_SCHEMES
 
 __all__ = [
     "INSTALL",
@@ -41,18 +42,9 @@ INSTALL = "pip install 'autotune[quantize]'"
 # read from its version, so that checking a space or a config never imports torchao (1.3 s).
 OLDEST_TORCHAO = (0, 12)  # as pyproject.toml's quantize extra asks
 
-# Each scheme: torchao's config class, the device types it runs on, the lowest CUDA capability.
-SCHEMES: dict[str, tuple[str, tuple[str, ...], tuple[int, int] | None]] = {
-    # int8 weights, dequantized in the matmul: half the weight bytes of bf16, a quarter of fp32
-    "int8-weight-only": ("Int8WeightOnlyConfig", ("cpu", "cuda"), None),
-    # int8 weights and int8 activations (scaled per token at each call): an int8 GEMM, which
-    # a CPU runs fast with VNNI or AMX dot-product instructions
-    "int8-dynamic": ("Int8DynamicActivationInt8WeightConfig", ("cpu", "cuda"), None),
-    # int4 weights in groups, tinygemm's CUDA kernel (bf16 activations: cast the weights too)
-    "int4-weight-only": ("Int4WeightOnlyConfig", ("cuda",), (8, 0)),
-    # float8 weights and activations: the tensor cores of Ada and Hopper GPUs
-    "float8-dynamic": ("Float8DynamicActivationFloat8WeightConfig", ("cuda",), (8, 9)),
-}
+# Each scheme: torchao's config class, the device types it runs on, the lowest CUDA capability
+# (declared with the file's schema, which validates a file without torch).
+SCHEMES = QUANTIZE_SCHEMES
 
 
 def torchao_version() -> str | None:

@@ -167,8 +167,11 @@ def test_a_model_apply_quantized_is_the_one_it_was_given() -> None:
     assert compiled(torch.randn(2, 128)).shape == (2, 10)
 
 
-def test_the_file_schema_and_the_runtime_name_the_same_schemes() -> None:
-    """The schema validates a file without torch; the runtime applies what it accepts."""
-    from autotune.runtime._schema import QUANTIZE_SCHEMES
+def test_the_files_schema_takes_each_scheme_the_runtime_applies_and_no_other() -> None:
+    """The schema validates a file without torch, on the runtime's own schemes."""
+    from autotune.runtime._schema import precision_problems
 
-    assert tuple(quantize.SCHEMES) == QUANTIZE_SCHEMES
+    for scheme in quantize.SCHEMES:
+        assert precision_problems({"quantize": scheme}, "config.precision") == []
+    (problem,) = precision_problems({"quantize": "int3-magic"}, "config.precision")
+    assert "int3-magic" in problem and "int8-dynamic" in problem
