@@ -21,13 +21,6 @@ from autotune.records import RecordStore
 FAST = ["--measure-seconds", "0.2", "--device", "cpu", "--finalists", "0"]
 
 
-@pytest.fixture(autouse=True)
-def _one_kernel_cache(tmp_path_factory, monkeypatch):
-    """The tests' studies share one kernel cache (a real study has its own): the warm host then
-    builds the C++ toolchain probes once per test session, not once per test."""
-    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
-
-
 def search(tmp_path: Path, model: str, *extra: str) -> tuple[int, str]:
     storage = f"sqlite:///{tmp_path}/autotune.db"
     out = str(tmp_path / "best_config.json")

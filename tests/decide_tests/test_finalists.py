@@ -200,6 +200,7 @@ def test_the_decision_of_an_imprecise_round_says_so_in_its_reason(tmp_path, monk
 
     scripted.use(monkeypatch, noisy)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
     fixtures = Path(__file__).parents[1] / "fixtures"
     storage = f"sqlite:///{tmp_path}/s.db"
     code = main([

@@ -48,6 +48,7 @@ def _searched_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as mp:
         scripted.use(mp, varied)
         mp.setenv("XDG_CACHE_HOME", str(folder / "xdg-cache"))
+        mp.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
         code = main([
             "search", str(fixtures / "models" / "tiny.py"),
             "--space", str(fixtures / "spaces" / "aot_eager_16.toml"), "--trials", "8",

@@ -117,6 +117,7 @@ def unsampled_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     fixtures = Path(__file__).parents[1] / "fixtures"
     runs = scripted.use(monkeypatch, scripted.by_config(default=0.8))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
     storage = f"sqlite:///{tmp_path}/study.db"
     code = main([
         "search", str(fixtures / "models" / "tiny.py"),

@@ -167,3 +167,4 @@ def store_searched(records: list[TrialRecord]) -> int:
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
