@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import homes
 import postgres
 import pytest
 
@@ -29,14 +30,9 @@ def space_file():
 
 @pytest.fixture(autouse=True)
 def _isolated_kernel_cache(tmp_path_factory, monkeypatch):
-    """Trials of the test run share one kernel cache, never the user's: every study of the
-    run uses it (``$AUTOTUNE_CACHE_DIR``), so that a graph the suite compiled once (default
-    torch.compile's, the baseline of every study, above all) is an FX-graph-cache hit for the
-    next test, and the C++ toolchain is probed once per run. A test about the cache itself
-    names a folder of its own."""
-    base = tmp_path_factory.getbasetemp()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
-    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(base / "kernels"))
+    """Every test runs in the suite's home (see homes.shared); a test that stands for a fresh
+    user home calls homes.fresh, and a test about the cache itself names a folder of its own."""
+    homes.shared(monkeypatch, tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import errno
 import os
 from pathlib import Path
 
+import homes
 import pytest
 import scripted
 from postgres import fresh_schema, needs_postgres
@@ -27,8 +28,7 @@ def _said(capsys: pytest.CaptureFixture[str]) -> str:
 @pytest.fixture
 def studied(tmp_path, model_file, space_file, monkeypatch, capsys) -> str:
     scripted.use(monkeypatch, scripted.by_config())
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     storage = f"sqlite:///{tmp_path}/s.db"
     assert (
         main(
@@ -143,8 +143,7 @@ def test_a_postgres_role_that_may_only_read_is_one_paragraph(
     import sqlalchemy as sa
 
     scripted.use(monkeypatch, scripted.by_config())
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     role = f"autotune_reader_{uuid.uuid4().hex[:8]}"
     with fresh_schema() as url:
         argv = ["--study", "s", "--space", space_file("aot_eager"), "--scope", "whole",
@@ -182,8 +181,7 @@ def test_tune_raises_one_usage_error_with_the_same_paragraph(tmp_path, monkeypat
 
     damaged = tmp_path / "autotune.db"
     damaged.write_bytes(os.urandom(4096))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     with pytest.raises(UsageError, match="the storage failed: file is not a database") as info:
         autotune.tune(torch.nn.Linear(4, 4), (torch.randn(2, 4),), storage=f"sqlite:///{damaged}",
                       models_dir=str(tmp_path / "models"), device="cpu", quiet=True)  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 
+import homes
 import pytest
 import scripted
 
@@ -39,8 +40,7 @@ def hostile(spec: TrialSpec) -> TrialResult:
 @pytest.fixture
 def study(tmp_path, monkeypatch, model_file, space_file, capsys) -> tuple[str, str, str]:
     scripted.use(monkeypatch, hostile)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     storage, name = f"sqlite:///{tmp_path}/s.db", "s\x1b[2Jx"
     code = main([
         "search", model_file("tiny"), "--space", space_file("aot_eager"), "--trials", "4",

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import duckdb
+import homes
 import optuna
 import pytest
 
@@ -22,8 +23,7 @@ def searched(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
     storage = f"sqlite:///{folder}/autotune.db"
     with pytest.MonkeyPatch.context() as mp:  # the tests' kernel cache, never the user's
-        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
-        mp.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+        homes.shared(mp, tmp_path_factory.getbasetemp())
         code = _search(folder, storage)
     assert code == 0
     return folder, storage

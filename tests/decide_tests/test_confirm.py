@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import homes
 import pytest
 import scripted
 import torch
@@ -173,8 +174,7 @@ def test_a_search_claims_what_its_confirmation_round_measured(
     tmp_path, monkeypatch, model_file, space_file, capsys
 ):
     specs = scripted.use(monkeypatch, confirming(chosen=1.6, default=1.2))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     written = search(tmp_path, model_file, space_file)
     assert written["decision"] == "compile"
     assert written["metrics"]["speedup_vs_eager"] == pytest.approx(1.6)  # not the lucky 2.0x
@@ -198,8 +198,7 @@ def test_a_search_whose_confirmation_ties_says_inconclusive_and_ships_default_co
     tmp_path, monkeypatch, model_file, space_file
 ):
     scripted.use(monkeypatch, confirming(chosen=1.22, default=1.2, ci=0.04))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     written = search(tmp_path, model_file, space_file)
     assert written["decision"] == "inconclusive"
     assert written["config"] == CompileConfig().to_dict()
@@ -222,8 +221,7 @@ def test_a_confirmation_the_timeout_cuts_short_leaves_the_choice_unconfirmed_and
         return planted(spec)
 
     specs = scripted.use(monkeypatch, script)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     written = search(tmp_path, model_file, space_file)
 
     assert written["decision"] == "compile"
@@ -246,8 +244,7 @@ def test_confirm_0_claims_the_choosing_round_and_says_so(
     tmp_path, monkeypatch, model_file, space_file
 ):
     specs = scripted.use(monkeypatch, confirming(chosen=1.6, default=1.2))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     written = search(tmp_path, model_file, space_file, "--confirm", "0")
     assert written["decision"] == "compile"
     assert written["metrics"]["speedup_vs_eager"] == pytest.approx(2.0)

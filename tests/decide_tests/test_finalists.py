@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+import homes
 import pytest
 
 from autotune.decide._finalists import Finalist, left_behind, remeasure
@@ -199,8 +200,7 @@ def test_the_decision_of_an_imprecise_round_says_so_in_its_reason(tmp_path, monk
         return result
 
     scripted.use(monkeypatch, noisy)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     fixtures = Path(__file__).parents[1] / "fixtures"
     storage = f"sqlite:///{tmp_path}/s.db"
     code = main([

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import homes
 import scripted
 
 from autotune import _scratch
@@ -19,8 +20,7 @@ NEVER_A_PID = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
 
 def _study(tmp_path, model_file, space_file, monkeypatch, capsys) -> list[str]:
     scripted.use(monkeypatch, scripted.by_config())
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     argv = ["--storage", f"sqlite:///{tmp_path}/s.db", "--study", "s", "--device", "cpu"]
     assert main(["search", model_file("tiny"), *argv, "--space", space_file("aot_eager"),
                  "--scope", "whole", "--trials", "2", "--finalists", "1", "--no-prune",

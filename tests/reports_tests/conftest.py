@@ -9,6 +9,7 @@ import zlib
 from contextlib import closing
 from pathlib import Path
 
+import homes
 import pytest
 import scripted
 
@@ -47,8 +48,7 @@ def _searched_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fixtures = Path(__file__).parents[1] / "fixtures"
     with pytest.MonkeyPatch.context() as mp:
         scripted.use(mp, varied)
-        mp.setenv("XDG_CACHE_HOME", str(folder / "xdg-cache"))
-        mp.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+        homes.fresh(mp, folder)
         code = main([
             "search", str(fixtures / "models" / "tiny.py"),
             "--space", str(fixtures / "spaces" / "aot_eager_16.toml"), "--trials", "8",

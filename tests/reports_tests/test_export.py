@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import homes
 import pyarrow.parquet as pq
 import pytest
 import scripted
@@ -116,8 +117,7 @@ def unsampled_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     tests/fixtures/spaces/presets.toml, every compiled one clearly slower than eager."""
     fixtures = Path(__file__).parents[1] / "fixtures"
     runs = scripted.use(monkeypatch, scripted.by_config(default=0.8))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
     storage = f"sqlite:///{tmp_path}/study.db"
     code = main([
         "search", str(fixtures / "models" / "tiny.py"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import homes
 import optuna
 import pytest
 import scripted
@@ -166,5 +167,4 @@ def store_searched(records: list[TrialRecord]) -> int:
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("AUTOTUNE_CACHE_DIR", raising=False)  # a fresh home: no shared cache
+    homes.fresh(monkeypatch, tmp_path)
