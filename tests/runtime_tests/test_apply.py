@@ -2,6 +2,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import platform
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -637,3 +641,42 @@ def test_warmup_of_a_do_not_compile_file_calls_nothing(tmp_path: Path) -> None:
 
     assert autotune.apply(model, path, warmup=torch.randn(2, 8)) is model
     assert calls == []
+
+
+_FAST_MATH_CHILD = """
+import warnings, torch, autotune
+config = {"backend": "inductor", "options": {"cpp.enable_unsafe_math_opt_flag": True}}
+tiny = 5e-324  # the smallest subnormal double
+print("before", tiny * 1.0 > 0)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model = autotune.apply(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh()), config)
+print("warned", sum("flush-to-zero" in str(w.message) for w in caught))
+model(torch.randn(2, 8))
+print("after", tiny * 1.0 > 0)
+torch.set_flush_denormal(False)
+print("restored", tiny * 1.0 > 0)
+"""
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the MXCSR is x86's")
+def test_a_fast_math_config_says_that_its_kernels_flush_the_processs_subnormals(tmp_path):
+    """What the warning says, measured: before the first compiled call Python keeps subnormal
+    doubles, after it they are zero (the fast-math kernel's start-up code set the MXCSR), and
+    torch.set_flush_denormal(False) gives them back. In a child: the bits are the process's."""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    done = subprocess.run(
+        [sys.executable, "-c", _FAST_MATH_CHILD], capture_output=True, text=True, env=env,
+        timeout=300, check=True,
+    )  # fmt: skip
+    said = dict(line.split() for line in done.stdout.splitlines())
+    assert said == {"before": "True", "warned": "1", "after": "False", "restored": "True"}
+
+
+def test_a_config_without_fast_math_does_not_warn_of_it() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        autotune.apply(torch.nn.Linear(4, 4), {"backend": "inductor", "options": {}})
+        off = {"cpp.enable_unsafe_math_opt_flag": False}
+        autotune.apply(torch.nn.Linear(4, 4), {"backend": "inductor", "options": off})
+    assert not [w for w in caught if "flush-to-zero" in str(w.message)]
