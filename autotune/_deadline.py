@@ -32,9 +32,9 @@ class Deadline:
     def passed(self) -> bool:
         return self.at is not None and time.monotonic() >= self.at
 
-    def budget(self, budget_s: float) -> float:
-        """``budget_s``, or what is left of the deadline when that is less."""
-        return min(budget_s, self.left())
+    def budget(self, seconds: float) -> float:
+        """``seconds``, or what is left of the deadline when that is less."""
+        return min(seconds, self.left())
 
     def check(self, during: str) -> None:
         """Raises :class:`DeadlineReached` once the deadline has passed."""

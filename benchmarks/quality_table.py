@@ -147,7 +147,7 @@ def measure(args: argparse.Namespace) -> int:
                 spec = TrialSpec(
                     model_path=args.model, device=args.device, config=config.to_dict(),
                     measure=MeasureSettings(target_seconds=args.measure_seconds),
-                    cache_dir=str(cache), budget_s=300.0,
+                    cache_dir=str(cache), time_limit_s=300.0,
                 )  # fmt: skip
                 t0 = time.monotonic()
                 result = runner.run(spec)

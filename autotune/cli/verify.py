@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = verify(
             best, args.model, runner=runner, device=device, repeats=args.repeats,
-            budget_s=args.compile_budget, measure_seconds=args.measure_seconds,
+            compile_budget=args.compile_budget, measure_seconds=args.measure_seconds,
             precision=args.precision or None, seed=seed, tolerance=args.tolerance,
             default=default, allow_unsafe_knobs=args.allow_unsafe_knobs,
             on_trial=lambda repeat, name, result: progress(out, repeat, name, result),

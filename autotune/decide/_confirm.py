@@ -139,7 +139,7 @@ def confirm(
                 deadline.check(f"before the {name} run of {_who(r)}")
                 spec = specs[r.trial_number]
                 result = job.run(
-                    dataclasses.replace(spec, budget_s=deadline.budget(spec.budget_s))
+                    dataclasses.replace(spec, time_limit_s=deadline.budget(spec.time_limit_s))
                 )
                 if result.failure_kind == "timeout":
                     deadline.check(f"during the {name} run of {_who(r)}")
@@ -167,7 +167,7 @@ def confirm_choice(
     if found is None:
         return None
     chosen, default = found
-    walls = [r.wall_time_s or settings.compile_budget_s for r in (chosen, default) if r]
+    walls = [r.wall_time_s or settings.compile_budget for r in (chosen, default) if r]
     need = estimate_factor * settings.confirm * sum(walls)
     if deadline.left() < need:
         on_note(

@@ -158,9 +158,9 @@ def remeasure(
 
     def run(r: TrialRecord, spec: TrialSpec, which: str) -> TrialResult:
         deadline.check(f"before the {which} run of finalist {_who(r)}")
-        budget = deadline.budget(spec.budget_s)
-        result = job.run(dataclasses.replace(spec, budget_s=budget))
-        if result.failure_kind == "timeout" and budget < spec.budget_s:
+        budget = deadline.budget(spec.time_limit_s)
+        result = job.run(dataclasses.replace(spec, time_limit_s=budget))
+        if result.failure_kind == "timeout" and budget < spec.time_limit_s:
             deadline.check(f"during the {which} run of finalist {_who(r)}")
         on_result(r, which, result)
         on_note(_progress(r, which, result))

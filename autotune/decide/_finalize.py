@@ -398,9 +398,7 @@ def _measure(
     """Measures a new round and records it as it goes, then, still holding the round, its
     confirmation (``then``: recorded in the same round); None when the deadline does not leave
     the time the finalists need (the decision is then made on the search's measurements)."""
-    need = (
-        _RUN_ESTIMATE_FACTOR * 2 * sum(r.wall_time_s or settings.compile_budget_s for r in chosen)
-    )
+    need = _RUN_ESTIMATE_FACTOR * 2 * sum(r.wall_time_s or settings.compile_budget for r in chosen)
     if deadline.left() < need:
         on_note(
             f"finalists skipped: the timeout leaves {deadline.left():.0f} s and re-measuring "

@@ -64,7 +64,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
         space_hash=space.content_hash(),
         torch_version=torch.__version__,
         seed=args.seed,
-        compile_budget_s=args.compile_budget,
+        compile_budget=args.compile_budget,
         compile_budget_factor=args.compile_budget_factor,
         measure=MeasureSettings(target_seconds=args.measure_seconds),
         sampler=args.sampler,

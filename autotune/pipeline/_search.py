@@ -77,7 +77,7 @@ def effort_line(effort: str, request: SearchRequest) -> str:
     assert s is not None  # a search's request holds its settings
     return (
         f"effort {effort}: space {s.space.get('name')!r}, {s.trials} trials, compile budget "
-        f"{s.compile_budget_s:.0f} s, {s.finalists} finalists (options given explicitly win)"
+        f"{s.compile_budget:.0f} s, {s.finalists} finalists (options given explicitly win)"
     )
 
 

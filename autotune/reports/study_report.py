@@ -66,7 +66,7 @@ def header(data: StudyData) -> str:
         ("objective", _objective(data)),
         (
             "budgets",
-            f"compile {s.compile_budget_s:g} s per trial, timing "
+            f"compile {s.compile_budget:g} s per trial, timing "
             f"{s.measure.target_seconds:g} s per trial, {s.finalists} finalists",
         ),
         ("created", _created(data)),

@@ -41,7 +41,7 @@ from autotune.runtime.fingerprint import (
     environment_fingerprint,
     environment_mismatches,
 )
-from autotune.runtime.knobs import check_config
+from autotune.runtime.knobs import check_config, warn_if_fast_math
 from autotune.runtime.quantize import change_weights
 from autotune.runtime.shapes import plan_root, plan_warmup, warm_up
 
@@ -194,8 +194,8 @@ def apply(
         return model
     # Refused knobs are refused before anything shipped with the config is loaded.
     check_config(compile_config, allow_unsafe_knobs)
-    if _model_device(model) == "cpu" and _fast_math(compile_config):
-        _warn_fast_math()
+    if _model_device(model) == "cpu":
+        warn_if_fast_math(compile_config)
     if best is not None and best.aot and cache is True and not compile_config.parts:
         packaged = _load_package(best, config, model, strict)
         if packaged is not None:
@@ -212,34 +212,6 @@ def apply(
         calls, seconds = warm_up(compiled, warmup)
         _log.info("autotune.apply: warmed up with %d call(s) in %.2f s", calls, seconds)
     return compiled
-
-
-# GCC links a shared object built with -ffast-math with crtfastmath.o, whose constructor
-# sets the x86 MXCSR's flush-to-zero and denormals-are-zero bits when the object loads.
-FAST_MATH_LINE = (
-    "this config builds its CPU kernels with fast math (inductor option "
-    "cpp.enable_unsafe_math_opt_flag): GCC links them with start-up code that sets "
-    "flush-to-zero and denormals-are-zero for the whole process when a kernel loads, so from "
-    "the first compiled call on every float operation of this process, Python's and other "
-    "models' included, treats subnormal numbers as zero. torch.set_flush_denormal(False) after "
-    "that call restores them until another kernel loads; the compiled model stays fast-math "
-    "either way. A config that leaves the option off changes nothing outside its own kernels."
-)
-
-
-def _fast_math(config: CompileConfig) -> bool:
-    configs = [config, *(part.config for part in config.parts if part.config is not None)]
-    return any(
-        c.backend == "inductor" and c.options.get("cpp.enable_unsafe_math_opt_flag") is True
-        for c in configs
-    )
-
-
-def _warn_fast_math() -> None:
-    """Once per process: the flag's effect is the process's, not one model's."""
-    if ("fast-math", FAST_MATH_LINE) not in _WARNED:
-        _WARNED.add(("fast-math", FAST_MATH_LINE))
-        warnings.warn(FAST_MATH_LINE, RuntimeWarning, stacklevel=3)
 
 
 def _load_package(

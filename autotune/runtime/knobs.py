@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import warnings
 from collections.abc import Collection
 from typing import Any
 
@@ -19,7 +20,8 @@ from autotune.runtime.safety import GEMM_BACKEND_LISTS, GEMM_BACKENDS, accepts, 
 
 __all__ = [
     "BOUNDS", "GEMM_BACKENDS", "GEMM_BACKEND_LISTS", "accepts", "bound_problem", "check_config",
-    "declared_type", "describe", "known", "near", "torch_config", "wrong_type",
+    "declared_type", "describe", "known", "near", "torch_config", "warn_if_fast_math",
+    "wrong_type",
 ]  # fmt: skip
 
 
@@ -164,3 +166,36 @@ def _knob_problems(settings: dict[str, Any], layer: str, where: str) -> list[str
         if expected is not None:
             problems.append(f"{where}.{key}: expected {expected}, got {value!r}")
     return problems
+
+
+# GCC links a shared object built with -ffast-math with crtfastmath.o, whose constructor
+# sets the x86 MXCSR's flush-to-zero and denormals-are-zero bits when the object loads.
+FAST_MATH_LINE = (
+    "this config builds its CPU kernels with fast math (inductor option "
+    "cpp.enable_unsafe_math_opt_flag): GCC links them with start-up code that sets "
+    "flush-to-zero and denormals-are-zero for the whole process when a kernel loads, so from "
+    "the first compiled call on every float operation of this process, Python's and other "
+    "models' included, treats subnormal numbers as zero. torch.set_flush_denormal(False) after "
+    "that call restores them until another kernel loads; the compiled model stays fast-math "
+    "either way. A config that leaves the option off changes nothing outside its own kernels."
+)
+
+
+_fast_math_warned = False
+
+
+def _fast_math(config: CompileConfig) -> bool:
+    configs = [config, *(part.config for part in config.parts if part.config is not None)]
+    return any(
+        c.backend == "inductor" and c.options.get("cpp.enable_unsafe_math_opt_flag") is True
+        for c in configs
+    )
+
+
+def warn_if_fast_math(config: CompileConfig) -> None:
+    """Warns once per process (:data:`FAST_MATH_LINE`) when ``config``, applied on CPU, builds
+    kernels with fast math: the flag's effect is the process's, not one model's."""
+    global _fast_math_warned
+    if _fast_math(config) and not _fast_math_warned:
+        _fast_math_warned = True
+        warnings.warn(FAST_MATH_LINE, RuntimeWarning, stacklevel=3)

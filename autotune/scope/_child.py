@@ -40,24 +40,24 @@ def analyze_model_file(
     device: str,
     *,
     seed: int = 0,
-    budget_s: float = 600.0,
+    time_limit_s: float = 600.0,
     traffic: list[dict[str, Any]] | None = None,
 ) -> ModelTree:
     """Builds the model of a model file in a child process and analyzes it there.
 
     Raises:
         ScopeAnalysisError: The model file, the model's eager run or the process failed, or
-            it outlived ``budget_s``; the message carries the reason.
+            it outlived ``time_limit_s``; the message carries the reason.
     """
     spec = {"model_path": model_path, "device": device, "seed": seed, "traffic": traffic}
     with _scratch.scratch_dir("scope-") as folder:
         (folder / "spec.json").write_text(json.dumps(spec))
-        rc = _spawn(folder, budget_s)
+        rc = _spawn(folder, time_limit_s)
         result = _read(folder / "result.json")
         tail = _tail(folder / "log.txt")
     if result is not None and "tree" in result:
         return ModelTree.from_dict(result["tree"])
-    why = result["error"] if result is not None else _death(rc, budget_s)
+    why = result["error"] if result is not None else _death(rc, time_limit_s)
     raise ScopeAnalysisError(
         f"Cannot analyze the module tree of {model_path} on {device}: {why}. The scope search "
         "needs the model to build and run in eager mode; fix the model file.",
@@ -65,7 +65,7 @@ def analyze_model_file(
     )
 
 
-def _spawn(folder: Path, budget_s: float) -> int | None:
+def _spawn(folder: Path, time_limit_s: float) -> int | None:
     argv = [sys.executable, "-m", "autotune.scope._child",
             str(folder / "spec.json"), str(folder / "result.json")]  # fmt: skip
     with open(folder / "log.txt", "wb") as log:
@@ -76,7 +76,7 @@ def _spawn(folder: Path, budget_s: float) -> int | None:
         # Tracked like a trial: an interrupted study (kill_all_trials) takes it down too.
         trials.track(proc.pid)
         try:
-            return proc.wait(timeout=budget_s)
+            return proc.wait(timeout=time_limit_s)
         except subprocess.TimeoutExpired:
             return None
         finally:
@@ -92,9 +92,9 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _death(rc: int | None, budget_s: float) -> str:
+def _death(rc: int | None, time_limit_s: float) -> str:
     if rc is None:
-        return f"still running after the budget of {budget_s:g} s; killed"
+        return f"still running after the budget of {time_limit_s:g} s; killed"
     if rc < 0:
         return f"the analysis process died of {signal.Signals(-rc).name}"
     return f"the analysis process exited with code {rc} without a result"

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from autotune._deadline import Deadline
 from autotune.scope._candidates import ScopePlan, build_plan
 from autotune.scope._child import ScopeAnalysisError, analyze_model_file
-from autotune.scope._probe import PROBE_MEASURE, Prober, ProbeResult, probe_targets
-from autotune.trials import MeasureSettings, TrialRunner
+from autotune.scope._probe import Prober, ProbeResult, probe_targets
+from autotune.trials import TrialRunner, TrialSpec
 
 
 def plan_scopes(
-    model_path: str,
-    device: str,
+    base: TrialSpec,
     runner: TrialRunner,
     *,
     backend: str = "inductor",
-    budget_s: float,
-    seed: int,
-    measure: MeasureSettings = PROBE_MEASURE,
-    cache_dir: str | None = None,
-    workload: str = "infer",
-    traffic: list[dict[str, Any]] | None = None,
     on_probe: Callable[[ProbeResult], None] = lambda result: None,
     on_target: Callable[[str], None] = lambda name: None,
     deadline: Deadline = Deadline(),  # noqa: B008 - frozen
@@ -31,24 +23,21 @@ def plan_scopes(
     """Analyzes a model file, probes each of its parts compiled alone, and plans the scopes.
 
     The analysis runs in a child process (the model is never built here); each probe is a
-    trial run by ``runner``, one after the other, each bounded by ``budget_s``. A part that
-    crashes, hangs, fails to compile, runs out of memory or changes the outputs is excluded
-    from every candidate and kept eager inside compiled regions; a part that only breaks its
-    graph stays compilable, in candidates marked ``fullgraph=False``.
+    trial run by ``runner``, one after the other, each bounded by ``base.time_limit_s``. A part
+    that crashes, hangs, fails to compile, runs out of memory or changes the outputs is
+    excluded from every candidate and kept eager inside compiled regions; a part that only
+    breaks its graph stays compilable, in candidates marked ``fullgraph=False``.
 
     Args:
-        model_path: The model file (``get_model`` / ``get_inputs``).
-        device: Where the model runs, e.g. ``"cpu"`` or ``"cuda"``.
+        base: The probes' trial, its config aside (timed by ``PROBE_MEASURE`` in a study):
+            the model file (``get_model`` / ``get_inputs``), device, seed, workload
+            (``train``: each probe runs training steps, so a part whose backward fails to
+            compile is caught by its probe too), traffic (``--traffic``: the analysis and the
+            probes run its requests), kernel cache, timing (short: compile time dominates a
+            probe), and the study's compile budget as the time limit of the analysis and of
+            each probe.
         runner: Runs each probe trial (a ``SubprocessRunner`` in a study).
         backend: The ``torch.compile`` backend the probes compile with.
-        budget_s: Budget of the analysis and of each probe, as a trial's compile budget.
-        seed: Seeds the weights and inputs, as in the study's trials.
-        measure: Timing of each probe trial (short: compile time dominates a probe).
-        cache_dir: Kernel cache of the probe trials (``TrialSpec.cache_dir``).
-        workload: ``infer``, or ``train``: each probe then runs training steps, so a part
-            whose backward fails to compile is caught by its probe too.
-        traffic: A recorded traffic's shapes and weights (``--traffic``): the analysis and
-            the probes run its requests.
         on_probe: Called with each probe result as it comes (progress lines).
         on_target: Called with each part (``unit head``, ``block Layer``) as its probe starts.
         deadline: The command's timeout: no probe starts after it, and none runs past it.
@@ -63,23 +52,16 @@ def plan_scopes(
     deadline.check("before the scope analysis")
     try:
         tree = analyze_model_file(
-            model_path, device, seed=seed, budget_s=deadline.budget(budget_s), traffic=traffic
+            base.model_path,
+            base.device,
+            seed=base.seed,
+            time_limit_s=deadline.budget(base.time_limit_s),
+            traffic=base.traffic,
         )
     except ScopeAnalysisError:
         deadline.check("during the scope analysis")
         raise
-    prober = Prober(
-        model_path,
-        device,
-        runner,
-        backend,
-        budget_s,
-        seed,
-        measure,
-        cache_dir,
-        workload,
-        traffic,
-    )
+    prober = Prober(runner, backend, base)
     probes = []
     for target in probe_targets(tree):
         deadline.check("during the scope probes")

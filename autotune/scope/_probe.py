@@ -19,7 +19,6 @@ from typing import Any
 from autotune._deadline import Deadline
 from autotune.runtime.config import CompileConfig, Scope
 from autotune.scope._tree import ModelTree
-from autotune.settings import DEFAULT
 from autotune.trials import MeasureSettings, TrialResult, TrialRunner, TrialSpec
 
 # A probe's timing only has to tell "reliably slower" from the rest; compile dominates it.
@@ -120,40 +119,32 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class Prober:
-    """Runs probe trials for one model, device and backend."""
+    """Runs probe trials of one model with one backend.
 
-    model_path: str
-    device: str
+    Attributes:
+        runner: Runs each probe trial.
+        backend: The ``torch.compile`` backend the probes compile with.
+        base: The probes' trial, its config aside: the model, device, workload (``train``:
+            a probe runs training steps, backward too), seed, timing, kernel cache and
+            traffic of the study, and the study's compile budget as its time limit.
+    """
+
     runner: TrialRunner
     backend: str
-    budget_s: float
-    seed: int = DEFAULT["seed"]
-    measure: MeasureSettings = PROBE_MEASURE
-    cache_dir: str | None = None
-    workload: str = DEFAULT["workload"]  # "train": a probe runs training steps, backward too
-    traffic: list[dict[str, Any]] | None = None  # a recorded traffic's shapes (--traffic)
+    base: TrialSpec
 
-    def spec(self, path: str, budget_s: float | None = None) -> TrialSpec:
+    def spec(self, path: str, time_limit_s: float | None = None) -> TrialSpec:
         """The trial that compiles ``path`` alone, the rest of the model staying eager."""
         config = CompileConfig(backend=self.backend, scope=Scope(compile=(path,)))
-        return TrialSpec(
-            model_path=self.model_path,
-            device=self.device,
-            config=config.to_dict(),
-            workload=self.workload,
-            seed=self.seed,
-            budget_s=self.budget_s if budget_s is None else budget_s,
-            measure=self.measure,
-            cache_dir=self.cache_dir,
-            traffic=self.traffic,
-        )
+        limit = self.base.time_limit_s if time_limit_s is None else time_limit_s
+        return dataclasses.replace(self.base, config=config.to_dict(), time_limit_s=limit)
 
     def probe(self, target: ProbeTarget, deadline: Deadline = Deadline()) -> ProbeResult:  # noqa: B008
         """Probes ``target``; a probe the deadline cut short says nothing of the part, so it
         raises :class:`DeadlineReached` instead of a ``timeout`` verdict."""
-        budget = deadline.budget(self.budget_s)
+        budget = deadline.budget(self.base.time_limit_s)
         result = self.runner.run(self.spec(target.paths[0], budget))
-        if result.failure_kind == "timeout" and budget < self.budget_s:
+        if result.failure_kind == "timeout" and budget < self.base.time_limit_s:
             deadline.check("during the scope probes")
         return verdict(target, result)
 

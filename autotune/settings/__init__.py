@@ -33,6 +33,7 @@ from autotune.settings._resolve import (
     read_values,
     resolve,
 )
+from autotune.settings._study_fields import StudyFields
 from autotune.settings._table import (
     BY_FLAG,
     BY_NAME,
@@ -49,6 +50,7 @@ __all__ = [
     "BY_FLAG", "BY_NAME", "CHANGEABLE", "CLI", "DEFAULT", "DEFAULT_STORAGE", "EFFORTS", "FILE",
     "KINDS", "LABELS", "MEASURE_SECONDS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
     "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "WORKLOADS", "Kind", "Language", "Option",
+    "StudyFields",
     "RuleError", "SearchOptions", "changeable_options", "kind_of", "pareto_problems",
     "read_values", "resolve", "shown", "storage_url", "thorough_trials",
 ]  # fmt: skip

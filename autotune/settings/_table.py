@@ -28,6 +28,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "model",
         field="model_path",
+        annotation="str",
         stored="text",
         label="the model file",
         in_files=False,  # a study file's `model` is relative to it: the file's reader takes it
@@ -40,6 +41,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--trials",
         default=20,
         field="trials",
+        annotation="int",
         changeable=True,
         kind="positive_int",
         help=("trial budget of the study, baselines excluded; a later run may raise it"),
@@ -56,7 +58,8 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--compile-budget",
         default=600.0,
-        field="compile_budget_s",
+        field="compile_budget",
+        annotation="float",
         kind="positive_float",
         metavar="SECONDS",
         help=("per trial: a trial still compiling or running after it is killed (timeout)"),
@@ -65,6 +68,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--compile-budget-factor",
         default=5.0,
         field="compile_budget_factor",
+        annotation="float",
         changeable=True,
         kind="non_negative_float",
         metavar="K",
@@ -107,6 +111,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--memory-budget",
         field="memory_budget_bytes",
+        annotation="int | None",
         stored="bytes",
         kind="size",
         metavar="SIZE",
@@ -119,6 +124,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--finalists",
         default=3,
         field="finalists",
+        annotation="int",
         changeable=True,
         kind="non_negative_int",
         metavar="N",
@@ -131,6 +137,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--confirm",
         default=2,
         field="confirm",
+        annotation="int",
         changeable=True,
         kind="confirm",
         metavar="N",
@@ -146,6 +153,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--preset-finalists",
         default="best",
         field="preset_finalists",
+        annotation="str",
         changeable=True,
         choices=PRESET_FINALISTS,
         help=(
@@ -158,6 +166,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--no-prune",
         default=True,
         field="prune",
+        annotation="bool",
         changeable=True,
         dest="prune",
         action="store_false",
@@ -196,6 +205,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--space",
         field="space_hash",
+        annotation="str",
         stored="text",
         metavar="NAME_OR_PATH",
         help=(
@@ -226,6 +236,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--device",
         field="device",
+        annotation="str",
         kind="device",
         metavar="cpu|cuda|cuda:N",
         help=("where trials run (default: cuda if available, else cpu)"),
@@ -234,6 +245,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--objective",
         default="latency",
         field="objective",
+        annotation="str",
         choices=OBJECTIVES,
         help=(
             "latency: steady-state speedup over eager; throughput: samples per second over "
@@ -243,6 +255,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--calls",
         field="calls",
+        annotation="int | None",
         kind="positive_int",
         metavar="N",
         help=("with --objective amortized: the calls the compile must pay back"),
@@ -250,6 +263,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--batch-sizes",
         field="batch_sizes",
+        annotation="list[int] | None",
         stored="ints",
         kind="positive_ints",
         metavar="B,B,...",
@@ -261,6 +275,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--traffic",
         field="traffic",
+        annotation="list[dict[str, Any]] | None",
         stored="shapes",
         metavar="FILE",
         in_tune=False,
@@ -274,6 +289,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--max-startup-s",
         field="max_startup_s",
+        annotation="float | None",
         kind="positive_float",
         metavar="SECONDS",
         help=(
@@ -284,6 +300,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--max-latency-ms",
         field="max_latency_s",
+        annotation="float | None",
         kind="positive_float",
         metavar="MS",
         help=("with --objective throughput: a config whose call takes longer is infeasible"),
@@ -291,6 +308,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--pareto",
         field="pareto",
+        annotation="list[str] | None",
         stored="axes",
         action="store_true",
         help=(
@@ -307,6 +325,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--pick",
         field="pick",
+        annotation="str | None",
         stored="pick_rule",
         changeable=True,
         metavar="RULE",
@@ -319,6 +338,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--charge-warm-compile",
         default=False,
         field="charge_warm_compile",
+        annotation="bool",
         changeable=True,
         action="store_true",
         help=(
@@ -330,6 +350,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--workload",
         default="infer",
         field="workload",
+        annotation="str",
         choices=WORKLOADS,
         help=(
             "infer: eval() under no_grad; train: one training step (forward, loss, backward, "
@@ -341,6 +362,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--scope",
         default="search",
         field="scope",
+        annotation="str",
         choices=SCOPES,
         help=(
             "search: probe the model's parts and search which to compile (whole, regional "
@@ -359,6 +381,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(
         "--accuracy",
         field="accuracy",
+        annotation="str | None",
         kind="accuracy",
         metavar="SPEC",
         help=(
@@ -377,6 +400,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--seed",
         default=0,
         field="seed",
+        annotation="int",
         kind="seed",
         help=("seeds the sampler, the weights and the inputs"),
     ),
@@ -384,6 +408,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--sampler",
         default="tpe",
         field="sampler",
+        annotation="str",
         choices=SAMPLERS,
         help=("Optuna sampler"),
     ),
@@ -400,6 +425,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "--precision",
         default=0.02,
         field="finalist_precision",
+        annotation="float | None",
         changeable=True,
         kind="fraction",
         metavar="F",

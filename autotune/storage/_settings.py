@@ -8,7 +8,7 @@ from typing import Any
 
 from autotune.errors import UsageError
 from autotune.records import SETTINGS_REMEDY, SETTINGS_ROW, StudyRowError, settings_dict
-from autotune.settings import CHANGEABLE, DEFAULT, LABELS, changeable_options
+from autotune.settings import CHANGEABLE, LABELS, StudyFields, changeable_options
 from autotune.storage._settings_check import field_rules, measure_settings, setting_problems
 from autotune.trials import MeasureSettings, TrialSpec
 
@@ -17,78 +17,42 @@ from autotune.trials import MeasureSettings, TrialSpec
 ADAPTIVE_FLOOR_S = 60.0
 
 
-@dataclass(frozen=True)
-class StudySettings:
+@dataclass(frozen=True, kw_only=True)
+class StudySettings(StudyFields):
     """Every setting a trial needs, and how the study chooses its winner, independent of who
-    runs it."""
+    runs it: the settings the table declares (:class:`~autotune.settings.StudyFields`, one
+    field per option's setting, with its meaning in the option's help) and what the study
+    was made with.
 
-    model_path: str
-    device: str
+    The adaptive budget (``compile_budget_factor``): a search trial is stopped as
+    ``timeout`` after that many times default torch.compile's compile time, plus its run
+    time, at least :data:`ADAPTIVE_FLOOR_S`, at most ``compile_budget``; 0 keeps
+    ``compile_budget`` alone (see :meth:`trial_time_limit_s`).
+    """
+
     space: dict[str, Any]
-    space_hash: str
     torch_version: str
-    workload: str = DEFAULT["workload"]
-    seed: int = DEFAULT["seed"]
-    compile_budget_s: float = DEFAULT["compile_budget"]
-    # A search trial is stopped as `timeout` after this many times default torch.compile's
-    # compile time (plus its run time, at least ADAPTIVE_FLOOR_S, at most compile_budget_s);
-    # 0 keeps compile_budget_s alone.
-    compile_budget_factor: float = DEFAULT["compile_budget_factor"]
+    # --measure-seconds, as the trials time (stored as an object: each of its settings).
     measure: MeasureSettings = field(default_factory=MeasureSettings)
-    sampler: str = DEFAULT["sampler"]
-    # "search": probe parts and search scopes; "whole": whole model only.
-    scope: str = DEFAULT["scope"]
     scope_plan: dict[str, Any] | None = None  # the probed ScopePlan, settled once per study
-    objective: str = DEFAULT["objective"]
-    calls: int | None = None  # --objective amortized: the calls that pay back the compile
-    memory_budget_bytes: int | None = None  # a trial whose peak memory exceeds it is infeasible
-    pareto: list[str] | None = None  # --pareto: the axes of a multi-objective study
-    finalist_precision: float | None = DEFAULT["precision"]  # finalists time on to +-this speedup
-    trials: int = DEFAULT["trials"]  # the study's budget of search trials, baselines excluded
-    # Configs re-measured cold and warm before the winner is chosen.
-    finalists: int = DEFAULT["finalists"]
-    # Processes per side of the confirmation round (autotune.decide._confirm); 0: none.
-    confirm: int = DEFAULT["confirm"]
-    # Which of the space's measured presets join them: "best" (the best-scoring one) or "all".
-    preset_finalists: str = DEFAULT["preset_finalists"]
-    # A sampled trial not within reach of the best so far stops timing after a short first
-    # stage, one clearly slower at any round (latency and throughput studies; see
-    # autotune.study._screen).
-    prune: bool = DEFAULT["prune"]
-    pick: str | None = None  # --pareto: the rule that picks from the front
-    # Amortized/--pick: charge the warm compile, not the cold one.
-    charge_warm_compile: bool = DEFAULT["charge_warm_compile"]
-    batch_sizes: list[int] | None = None  # --objective throughput: the batch sizes searched
-    max_latency_s: float | None = None  # throughput: a call slower than this is infeasible
     model_sha256: str | None = None  # the model file's content when the study was created
     triton_version: str | None = None
-    # The accuracy contract the user states (autotune.measure._contract, canonical text): a
-    # config that changes numerics on purpose (precision, fast math, a backend's bf16) is held
-    # to it; None: such configs are not searched, and the gate is eager's.
-    accuracy: str | None = None
-    # A recorded traffic (--traffic, autotune.workload._trace): its shapes and weights, each
-    # shape a request the model file's get_request(device, **shape) builds; None: the model
-    # file's get_inputs (or get_traffic) says the calls.
-    traffic: list[dict[str, Any]] | None = None
-    # --max-startup-s: a trial whose start-up (its compile of every shape it measured) is
-    # longer is infeasible.
-    max_startup_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def trial_budget_s(
+    def trial_time_limit_s(
         self, default_compile_s: float | None, default_wall_s: float | None
     ) -> float:
         """A search trial's budget (OpenTuner's adaptive time limit): once default
         torch.compile's compile time is known, ``compile_budget_factor`` times it plus the
         default trial's run time (measuring, eager included), never below
-        :data:`ADAPTIVE_FLOOR_S` nor above ``compile_budget_s``."""
+        :data:`ADAPTIVE_FLOOR_S` nor above ``compile_budget``."""
         if not self.compile_budget_factor or default_compile_s is None:
-            return self.compile_budget_s
+            return self.compile_budget
         running = max(0.0, (default_wall_s or default_compile_s) - default_compile_s)
         adaptive = self.compile_budget_factor * default_compile_s + running
-        return min(self.compile_budget_s, max(ADAPTIVE_FLOOR_S, adaptive))
+        return min(self.compile_budget, max(ADAPTIVE_FLOOR_S, adaptive))
 
     def trial_spec(
         self,
@@ -98,18 +62,18 @@ class StudySettings:
         relaxed_numerics: bool,
         batch_size: int | None = None,
         measure: MeasureSettings | None = None,
-        budget_s: float | None = None,
+        time_limit_s: float | None = None,
     ) -> TrialSpec:
         """One trial of this study: ``config`` (None: eager) in ``cache_dir``, held to the
         looser gate when ``relaxed_numerics``, timed by ``measure`` (default: the study's),
-        killed after ``budget_s`` (default: the study's compile budget)."""
+        killed after ``time_limit_s`` (default: the study's compile budget)."""
         return TrialSpec(
             model_path=self.model_path,
             device=self.device,
             config=config,
             workload=self.workload,
             seed=self.seed,
-            budget_s=self.compile_budget_s if budget_s is None else budget_s,
+            time_limit_s=self.compile_budget if time_limit_s is None else time_limit_s,
             measure=measure or self.measure,
             cache_dir=cache_dir,
             relaxed_numerics=relaxed_numerics,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 from autotune._deadline import Deadline
-from autotune.scope import ScopePlan, plan_scopes
+from autotune.scope import PROBE_MEASURE, ScopePlan, plan_scopes
 from autotune.storage import StudySettings, beating, grace_s
 from autotune.study._session import Session
-from autotune.trials import TrialRunner
+from autotune.trials import TrialRunner, TrialSpec
 
 SCOPE_CLAIM = "scope_plan"
 POLL_S = 1.0
@@ -60,11 +60,13 @@ def _probe(session: Session, runner: TrialRunner, deadline: Deadline) -> ScopePl
     backends = session.space.to_dict().get("compile", {}).get("backend", ["inductor"])
     events.on_note(f"scope: analyzing {local.model_path} and probing its parts one by one")
     events.on_phase("analyzing", local.model_path)
+    base = TrialSpec(
+        local.model_path, local.device, None, workload=s.workload, seed=s.seed,
+        time_limit_s=s.compile_budget, measure=PROBE_MEASURE, cache_dir=session.cache_dir,
+        traffic=s.traffic,
+    )  # fmt: skip
     return plan_scopes(
-        local.model_path, local.device, runner,
-        backend=backends[0] if isinstance(backends, list) else backends,
-        budget_s=s.compile_budget_s, seed=s.seed, cache_dir=session.cache_dir,
-        workload=s.workload, traffic=s.traffic,
+        base, runner, backend=backends[0] if isinstance(backends, list) else backends,
         on_probe=lambda r: events.on_note(f"  probe {r.brief()}"),
         on_target=lambda name: events.on_phase("probing", name), deadline=deadline,
     )  # fmt: skip

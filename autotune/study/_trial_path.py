@@ -208,7 +208,7 @@ class TrialPath:
             cache_dir=self.session.cache_dir,
             relaxed_numerics=config is not None and self.session.space.relaxes_numerics(config),
             batch_size=batch,
-            budget_s=budget,
+            time_limit_s=budget,
         )
         spec = dataclasses.replace(spec, allow_unsafe_knobs=list(self.session.space.unsafe_knobs))
         if self.events.phase_dir is None:
@@ -303,24 +303,24 @@ def within_budgets(result: TrialResult, settings: StudySettings) -> TrialResult:
 
 def trial_budget(session: Session, baseline: str | None, batch: int | None) -> float:
     """The baselines get the whole compile budget; a search trial the adaptive one, once
-    default torch.compile's compile time is known (see StudySettings.trial_budget_s)."""
+    default torch.compile's compile time is known (see StudySettings.trial_time_limit_s)."""
     if baseline is not None:
-        return session.settings.compile_budget_s
+        return session.settings.compile_budget
     default = next(
         (r for r in session.db(session.records.baselines, session.name)
          if r.baseline == "default" and r.status == "ok" and r.batch_size == batch),
         None,
     )  # fmt: skip
     if default is None:
-        return session.settings.compile_budget_s
-    budget = session.settings.trial_budget_s(default.compile_time_s, default.wall_time_s)
+        return session.settings.compile_budget
+    budget = session.settings.trial_time_limit_s(default.compile_time_s, default.wall_time_s)
     factor = session.settings.compile_budget_factor
-    if budget < session.settings.compile_budget_s:
+    if budget < session.settings.compile_budget:
         session.events.note_once(
             f"compile budget: {budget:.0f} s per trial, {factor:g}x "
             f"default torch.compile's {default.compile_time_s:.1f} s compile plus its run "
             f"(--compile-budget-factor; at least {ADAPTIVE_FLOOR_S:.0f} s, at most "
-            f"--compile-budget {session.settings.compile_budget_s:.0f} s)"
+            f"--compile-budget {session.settings.compile_budget:.0f} s)"
         )
     return budget
 

@@ -63,7 +63,7 @@ def measure_trial(spec: TrialSpec) -> TrialResult:
     if spec.workload not in WORKLOADS:
         raise ValueError(f"TrialSpec.workload must be one of {WORKLOADS}, got {spec.workload!r}")
     config = CompileConfig.from_dict(spec.config) if spec.config is not None else None
-    deadline = time.monotonic() + spec.budget_s
+    deadline = time.monotonic() + spec.time_limit_s
     facts: dict[str, Any] = {
         "environment": environment_fingerprint(spec.device),
         "threads": torch.get_num_threads(),

@@ -127,7 +127,7 @@ class PreloadedHostRunner:
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             try:
                 rc, timed_out = self._run_in_host(spec, folder)
-                result = _runner.outcome(folder, rc, timed_out, spec.budget_s)
+                result = _runner.outcome(folder, rc, timed_out, spec.time_limit_s)
             except _ForkUnsafe:
                 self.close()
                 self._cold = _runner.SubprocessRunner(self.python, self.cores)
@@ -150,7 +150,7 @@ class PreloadedHostRunner:
         pid = int(started["started"])
         _runner.track(pid)
         try:
-            exited = host.recv(spec.budget_s)
+            exited = host.recv(spec.time_limit_s)
             if exited is None:
                 _runner.kill_group(pid)
                 host.recv(_REPLY_TIMEOUT_S)

@@ -59,7 +59,7 @@ class SubprocessRunner:
         with _scratch.scratch_dir("trial-") as folder:
             (folder / "spec.json").write_text(json.dumps(spec.to_dict()))
             rc, timed_out = self._spawn(spec, folder)
-            result = outcome(folder, rc, timed_out, spec.budget_s)
+            result = outcome(folder, rc, timed_out, spec.time_limit_s)
         result.wall_time_s = time.monotonic() - started
         return result
 
@@ -76,7 +76,7 @@ class SubprocessRunner:
             )  # fmt: skip
             track(proc.pid)
             try:
-                rc = _exited(proc, spec.budget_s)
+                rc = _exited(proc, spec.time_limit_s)
                 return rc, rc is None
             finally:
                 kill_group(proc.pid)
@@ -166,12 +166,14 @@ def trial_env(spec: TrialSpec) -> dict[str, str]:
     return env
 
 
-def outcome(folder: Path, rc: int | None, timed_out: bool, budget_s: float) -> TrialResult:
+def outcome(folder: Path, rc: int | None, timed_out: bool, time_limit_s: float) -> TrialResult:
     """The result a trial wrote, or the failure its ending means."""
     log_tail = tail(folder)
     result_file = folder / "result.json"
     if timed_out:
-        error = f"still compiling or running after its compile budget of {budget_s:g} s; killed"
+        error = (
+            f"still compiling or running after its compile budget of {time_limit_s:g} s; killed"
+        )
         return TrialResult.failed("timeout", error, error_tail=log_tail)
     if result_file.exists():
         result = TrialResult.from_dict(json.loads(result_file.read_text()))

@@ -75,7 +75,7 @@ class TrialSpec:
     config: dict[str, Any] | None  # CompileConfig.to_dict(); None measures eager against itself
     workload: str = DEFAULT["workload"]
     seed: int = DEFAULT["seed"]
-    budget_s: float = DEFAULT["compile_budget"]
+    time_limit_s: float = DEFAULT["compile_budget"]
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     cache_dir: str | None = None
     relaxed_numerics: bool = False  # the config changes numerics on purpose: looser gate

@@ -31,7 +31,7 @@ def verify(
     runner: TrialRunner,
     device: str | None = None,
     repeats: int = DEFAULT_REPEATS,
-    budget_s: float = 600.0,
+    compile_budget: float = 600.0,
     measure_seconds: float = 2.0,
     precision: float | None = DEFAULT_PRECISION,
     seed: int = 0,
@@ -48,7 +48,7 @@ def verify(
         runner: Runs each measurement (a ``SubprocessRunner``: a fresh process each).
         device: Default: the file's workload device.
         repeats: Each measurement runs this many times; the repeats are pooled.
-        budget_s: Compile budget of each trial.
+        compile_budget: Compile budget of each trial.
         measure_seconds: Interleaved timing per trial.
         precision: Time on until each median speedup is known within +-this (95%
             confidence), for at most 5 times ``measure_seconds``; None: stop at
@@ -74,7 +74,7 @@ def verify(
         config=None,
         workload=str(best.workload.get("kind") or "infer"),
         seed=seed,
-        budget_s=budget_s,
+        time_limit_s=compile_budget,
         measure=MeasureSettings(target_seconds=measure_seconds).precise(precision),
         allow_unsafe_knobs=list(allow_unsafe_knobs),
         accuracy=_contract(best),

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from study_tests.test_presets import ByPreset, _request
 
 from autotune.study import Search
-from tests.study_tests.test_presets import ByPreset, _request
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 import fixed_finalist as ff  # noqa: E402

@@ -19,7 +19,7 @@ def _settings(*argv: str):
 def test_quick_effort_sets_everything_and_says_so(model_file):
     settings, args = _settings(model_file("tiny"), "--effort", "quick")
     assert settings.space["name"] == "quick"
-    assert (settings.trials, settings.compile_budget_s, settings.finalists) == (8, 300.0, 2)
+    assert (settings.trials, settings.compile_budget, settings.finalists) == (8, 300.0, 2)
     request = build_request(args)
     assert "effort quick: space 'quick', 8 trials, compile budget 300 s, 2 finalists" in (
         effort_line(args.effort, request)
@@ -37,10 +37,10 @@ def test_thorough_sizes_the_trials_from_the_space(model_file):
     settings, _ = _settings(model_file("tiny"), "--effort", "thorough")
     low, high = THOROUGH_TRIALS
     assert settings.space["name"] == "cpu" and low <= settings.trials <= high
-    assert (settings.compile_budget_s, settings.finalists) == (900.0, 5)
+    assert (settings.compile_budget, settings.finalists) == (900.0, 5)
 
 
 def test_without_effort_the_defaults_stand(model_file):
     settings, args = _settings(model_file("tiny"))
-    assert (settings.trials, settings.compile_budget_s, settings.finalists) == (20, 600.0, 3)
+    assert (settings.trials, settings.compile_budget, settings.finalists) == (20, 600.0, 3)
     assert settings.compile_budget_factor == 5.0 and args.effort is None

@@ -115,7 +115,7 @@ def test_options_left_out_on_resume_keep_the_stored_ones(run, runs, tmp_path):
     run("--trials", "1", "--seed", "7", "--compile-budget", "60", "--finalists", "0")
     code, out = run("--trials", "2")
     assert code == 0, out
-    assert (runs[-1].seed, runs[-1].budget_s) == (7, 60.0)
+    assert (runs[-1].seed, runs[-1].time_limit_s) == (7, 60.0)
     best = autotune.load(tmp_path / "b.json")
     assert best.workload["seed"] == 7
 

@@ -200,7 +200,7 @@ def check_settings(text: Any) -> None:
     with documented("settings", StudyRowError):
         settings = settings_from_row("fuzzed", text)
         settings.trial_spec(None, cache_dir=None, relaxed_numerics=False)
-        settings.trial_budget_s(1.0, 2.0)
+        settings.trial_time_limit_s(1.0, 2.0)
         Objective.of(settings)
         written = json.dumps(settings.to_dict(), sort_keys=True)  # as the records write it
         again = json.dumps(settings_from_row("fuzzed", written).to_dict(), sort_keys=True)

@@ -620,7 +620,7 @@ def study_cases() -> st.SearchStrategy[tuple[str, dict[str, bytes], list[str]]]:
 
 SETTINGS_KEYS = (
     "model_path", "device", "space", "space_hash", "torch_version", "workload", "seed",
-    "compile_budget_s", "compile_budget_factor", "measure", "sampler", "scope", "scope_plan",
+    "compile_budget", "compile_budget_factor", "measure", "sampler", "scope", "scope_plan",
     "objective", "calls", "memory_budget_bytes", "pareto", "finalist_precision", "trials",
     "finalists", "confirm", "preset_finalists", "prune", "pick", "charge_warm_compile",
     "batch_sizes", "max_latency_s", "model_sha256", "triton_version", "accuracy", "warmup",

@@ -174,12 +174,12 @@ def test_the_tree_is_plain_json(model_file):
 
 
 def test_the_analysis_runs_in_a_child_process(model_file):
-    tree = analyze_model_file(model_file("scope_mixed"), "cpu", seed=0, budget_s=120)
+    tree = analyze_model_file(model_file("scope_mixed"), "cpu", seed=0, time_limit_s=120)
     assert tree.root_class == "Mixed" and tree.profiled
     assert tree.blocks[0].paths == ("blocks.0", "blocks.1", "blocks.2")
 
 
 def test_a_model_that_does_not_build_cannot_be_analyzed(model_file):
     with pytest.raises(ScopeAnalysisError, match="returned str, but must return") as info:
-        analyze_model_file(model_file("returns_wrong_thing"), "cpu", budget_s=120)
+        analyze_model_file(model_file("returns_wrong_thing"), "cpu", time_limit_s=120)
     assert "Traceback" in info.value.tail

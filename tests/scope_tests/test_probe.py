@@ -13,7 +13,14 @@ from torch._dynamo.utils import counters
 
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig, Scope
-from autotune.scope import ProbeResult, ScopePlan, build_candidates, plan_scopes, probe_targets
+from autotune.scope import (
+    PROBE_MEASURE,
+    ProbeResult,
+    ScopePlan,
+    build_candidates,
+    plan_scopes,
+    probe_targets,
+)
 from autotune.scope._analysis import analyze_module
 from autotune.trials import MeasureSettings, SubprocessRunner, TrialResult, TrialSpec
 from autotune.workload import build_calls, build_model, load_model_file
@@ -27,14 +34,13 @@ SLEEPER = b"scope_mixed sleeper"  # in the command line of scope_mixed's hanging
 @pytest.fixture(scope="module")
 def mixed_plan(tmp_path_factory: pytest.TempPathFactory) -> ScopePlan:
     cache = str(tmp_path_factory.mktemp("scope-cache"))
-    return plan_scopes(
-        str(MODELS / "scope_mixed.py"), "cpu", SubprocessRunner(),
-        backend="aot_eager", budget_s=BUDGET_S, seed=0, cache_dir=cache,
-    )  # fmt: skip
+    base = TrialSpec(str(MODELS / "scope_mixed.py"), "cpu", None, time_limit_s=BUDGET_S,
+                     measure=PROBE_MEASURE, cache_dir=cache)  # fmt: skip
+    return plan_scopes(base, SubprocessRunner(), backend="aot_eager")
 
 
 def trial(model: str, config: CompileConfig) -> TrialResult:
-    spec = TrialSpec(str(MODELS / model), "cpu", config.to_dict(), budget_s=60.0, measure=FAST)
+    spec = TrialSpec(str(MODELS / model), "cpu", config.to_dict(), time_limit_s=60.0, measure=FAST)
     return SubprocessRunner().run(spec)
 
 
@@ -88,8 +94,9 @@ def test_every_candidate_compiles_and_matches_eager(mixed_plan):
 @pytest.mark.slow  # five processes that import transformers: ~30 s, though no Inductor
 def test_a_transformers_bert_gets_a_regional_candidate_of_its_encoder_layers():
     pytest.importorskip("transformers")
-    plan = plan_scopes(str(MODELS / "scope_bert.py"), "cpu", SubprocessRunner(),
-                       backend="aot_eager", budget_s=120.0, seed=0)  # fmt: skip
+    base = TrialSpec(str(MODELS / "scope_bert.py"), "cpu", None, time_limit_s=120.0,
+                     measure=PROBE_MEASURE)  # fmt: skip
+    plan = plan_scopes(base, SubprocessRunner(), backend="aot_eager")
     assert [p.status for p in plan.probes] == ["ok"] * 4
     regional = plan.candidate("regional:BertLayer")
     assert regional.scope.compile == ("encoder.layer.0", "encoder.layer.1")
@@ -154,8 +161,9 @@ def test_probes_run_the_studys_workload(workload):
     """A train study's probes run training steps: a part whose backward cannot compile is
     caught before the search, not by its trials."""
     runner = RecordingRunner()
-    plan_scopes(str(MODELS / "scope_mixed.py"), "cpu", runner, backend="aot_eager",
-                budget_s=60.0, seed=0, workload=workload)  # fmt: skip
+    base = TrialSpec(str(MODELS / "scope_mixed.py"), "cpu", None, workload=workload,
+                     time_limit_s=60.0, measure=PROBE_MEASURE)  # fmt: skip
+    plan_scopes(base, runner, backend="aot_eager")
     assert runner.specs and {spec.workload for spec in runner.specs} == {workload}
 
 
@@ -164,15 +172,17 @@ def test_a_part_whose_backward_breaks_the_graph_is_caught_by_a_train_studys_prob
     and only its plan keeps fullgraph=True away from that part."""
     plans = {
         workload: plan_scopes(
-            str(MODELS / "scope_backward.py"),
-            "cpu",
+            TrialSpec(
+                str(MODELS / "scope_backward.py"),
+                "cpu",
+                None,
+                workload=workload,
+                time_limit_s=60.0,
+                measure=FAST,
+                cache_dir=str(tmp_path),
+            ),
             SubprocessRunner(),
             backend="aot_eager",
-            budget_s=60.0,
-            seed=0,
-            cache_dir=str(tmp_path),
-            workload=workload,
-            measure=FAST,
         )  # fmt: skip
         for workload in ("infer", "train")
     }
@@ -220,7 +230,7 @@ def test_a_trial_whose_scope_compiles_no_graph_is_a_no_graph_failure_not_a_timin
     before timing: it would measure eager under another name."""
     config = CompileConfig(backend="aot_eager", scope=Scope(("",), ("5",)))
     convnet = Path(__file__).parents[2] / "studies" / "convnet.py"
-    spec = TrialSpec(str(convnet), "cpu", config.to_dict(), budget_s=60.0, measure=FAST)
+    spec = TrialSpec(str(convnet), "cpu", config.to_dict(), time_limit_s=60.0, measure=FAST)
     result = SubprocessRunner().run(spec)
     assert (result.status, result.failure_kind) == ("failed", "no_graph"), result.error_tail
     assert "compiled no graph in this config's scope (compiled: <root>; kept eager: 5)" in (

@@ -17,7 +17,7 @@ STORED = StudySettings(
 
 
 def test_settings_not_given_keep_the_stored_values():
-    asked = replace(STORED, seed=0, compile_budget_s=30.0, trials=5)
+    asked = replace(STORED, seed=0, compile_budget=30.0, trials=5)
     settled, notes = settle("s", STORED, asked, given=frozenset({"model_path"}))
     assert settled == STORED and notes == []
 

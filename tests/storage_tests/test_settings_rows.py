@@ -103,8 +103,8 @@ def test_text_that_is_no_json_object_names_the_column_and_the_text(text, named):
         ({"trials": True}, "trials must be a whole number, got True"),
         ({"finalists": -1}, "finalists must be 0 or more, got -1"),
         ({"seed": 2**32}, "seed must be in 0 to 4294967295, got 4294967296"),
-        ({"compile_budget_s": 0}, "compile_budget_s must be a positive number, got 0"),
-        ({"compile_budget_s": "600"}, "compile_budget_s must be a number, got '600'"),
+        ({"compile_budget": 0}, "compile_budget must be a positive number, got 0"),
+        ({"compile_budget": "600"}, "compile_budget must be a number, got '600'"),
         ({"compile_budget_factor": -1.5}, "compile_budget_factor must be a number >= 0"),
         ({"finalist_precision": 1.5}, "finalist_precision must be a fraction in [0, 1)"),
         ({"device": "tpu"}, "device must be cpu, cuda or cuda:N, got 'tpu'"),
@@ -172,8 +172,8 @@ def test_nan_and_infinity_are_refused():
 
     message = str(_error(json.dumps(data).replace('"trials": 30', '"trials": NaN')))
     assert "trials must be a whole number, got nan" in message
-    text = json.dumps(data).replace('"compile_budget_s": 600.0', '"compile_budget_s": Infinity')
-    assert "compile_budget_s must be a positive number, got inf" in str(_error(text))
+    text = json.dumps(data).replace('"compile_budget": 600.0', '"compile_budget": Infinity')
+    assert "compile_budget must be a positive number, got inf" in str(_error(text))
 
 
 def test_from_dict_names_the_study_the_records_read_the_settings_from():

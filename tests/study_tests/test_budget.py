@@ -31,7 +31,7 @@ def _settings(**more) -> StudySettings:
 )
 def test_the_trial_budget_follows_the_default_compile(factor, compile_s, wall_s, expected):
     settings = _settings(compile_budget_factor=factor)
-    assert settings.trial_budget_s(compile_s, wall_s) == pytest.approx(expected)
+    assert settings.trial_time_limit_s(compile_s, wall_s) == pytest.approx(expected)
 
 
 class Recording:
@@ -55,12 +55,12 @@ def test_search_trials_get_the_adaptive_budget_and_baselines_the_whole(
     settings = StudySettings(
         model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
         space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
-        trials=2, compile_budget_s=600.0,
+        trials=2, compile_budget=600.0,
     )  # fmt: skip
     runner, notes = Recording(), []
     request = SearchRequest("s", f"sqlite:///{tmp_path}/t.db", settings)
     Search(request, runner, on_note=notes.append).run()
-    budgets = [spec.budget_s for spec in runner.specs]
+    budgets = [spec.time_limit_s for spec in runner.specs]
     assert budgets[:2] == [600.0, 600.0]  # eager and default
     assert budgets[2:] == [pytest.approx(165.0)] * (len(budgets) - 2)  # 5 x 30 + 15
     assert any("compile budget: 165 s per trial, 5x default" in n for n in notes)

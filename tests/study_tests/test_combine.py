@@ -19,7 +19,7 @@ from autotune.storage._attrs import (
 from autotune.study import Search
 from autotune.study._combine import Levers, combinations
 from autotune.trials import TrialResult, TrialSpec
-from tests.study_tests.test_presets import ByPreset, _request
+from study_tests.test_presets import ByPreset, _request
 
 
 def test_the_presets_that_beat_default_are_measured_together_before_sampling(

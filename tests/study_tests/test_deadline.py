@@ -47,11 +47,11 @@ class BudgetRunner:
         self.budgets: list[float] = []
 
     def run(self, spec: TrialSpec) -> TrialResult:
-        self.budgets.append(spec.budget_s)
-        if spec.budget_s < self.full:
+        self.budgets.append(spec.time_limit_s)
+        if spec.time_limit_s < self.full:
             if self.deadline is not None:
                 object.__setattr__(self.deadline, "spent", True)
-            return TrialResult.failed("timeout", f"still compiling after {spec.budget_s:g} s")
+            return TrialResult.failed("timeout", f"still compiling after {spec.time_limit_s:g} s")
         return scripted.ok(1.0 if spec.config is None else 1.5, wall_s=0.01)
 
     def close(self) -> None:
@@ -64,7 +64,7 @@ def _settings(model_file, space_file, **more):
         model_path=model_file("tiny"), device="cpu", space=space.to_dict(),
         space_hash=space.content_hash(), torch_version=torch.__version__, scope="whole",
         # the fixed budget: these tests are about the deadline, not the adaptive budget
-        compile_budget_s=600.0, compile_budget_factor=0.0, **more,
+        compile_budget=600.0, compile_budget_factor=0.0, **more,
     )  # fmt: skip
 
 
@@ -95,7 +95,8 @@ def test_a_trial_cut_by_the_deadline_is_failed_not_recorded(tmp_path, model_file
 
 def test_a_probe_cut_by_the_deadline_stops_the_scope_plan():
     deadline = RunsOut()
-    prober = Prober("m.py", "cpu", BudgetRunner(deadline), "aot_eager", budget_s=600.0)
+    base = TrialSpec("m.py", "cpu", None, time_limit_s=600.0)
+    prober = Prober(BudgetRunner(deadline), "aot_eager", base)
     with pytest.raises(DeadlineReached, match="during the scope probes"):
         prober.probe(ProbeTarget("head", "unit", ("head",)), deadline)
 

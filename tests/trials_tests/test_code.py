@@ -69,7 +69,7 @@ def test_other_code_or_batch_size_or_no_code_at_all():
 def test_a_trial_whose_code_was_timed_is_compiled_and_checked_but_not_timed(model_file, tmp_path):
     def run(options: dict, known: dict[str, int]):
         spec = TrialSpec(
-            model_path=model_file("tiny"), device="cpu", budget_s=300.0, measure=FAST,
+            model_path=model_file("tiny"), device="cpu", time_limit_s=300.0, measure=FAST,
             config=CompileConfig(options=options).to_dict(), cache_dir=str(tmp_path / "c"),
             known_code=known,
         )  # fmt: skip

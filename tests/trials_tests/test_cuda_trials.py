@@ -35,7 +35,7 @@ def runner(request, tmp_path_factory):
 def _run(runner, tmp_path_factory, model: str, config: CompileConfig | None):
     spec = TrialSpec(
         model_path=model, device="cuda",
-        config=config.to_dict() if config is not None else None, budget_s=300.0,
+        config=config.to_dict() if config is not None else None, time_limit_s=300.0,
         measure=FAST, cache_dir=str(tmp_path_factory.getbasetemp() / "cuda-cache"),
     )  # fmt: skip
     return runner.run(spec)

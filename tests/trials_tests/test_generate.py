@@ -18,7 +18,7 @@ FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2
 
 def spec(model: str, config: CompileConfig | None, **kwargs) -> TrialSpec:
     return TrialSpec(
-        model_path=model, device="cpu", workload="generate", budget_s=120.0, measure=FAST,
+        model_path=model, device="cpu", workload="generate", time_limit_s=120.0, measure=FAST,
         config=config.to_dict() if config is not None else None, **kwargs,
     )  # fmt: skip
 

@@ -38,7 +38,7 @@ def run(runner, tmp_path_factory):
             model_path=model,
             device="cpu",
             config=config.to_dict() if config is not None else None,
-            budget_s=budget,
+            time_limit_s=budget,
             measure=FAST,
             cache_dir=cache,
             allow_unsafe_knobs=[f"backend.{config.backend}"] if testing else [],
@@ -149,7 +149,7 @@ def _no_leftovers():
 def test_a_dead_host_is_a_crash_and_the_next_trial_gets_a_new_host(tmp_path, model_file):
     with PreloadedHostRunner(log_dir=str(tmp_path)) as warm:
         spec = TrialSpec(model_path=model_file("hang_when_compiled"), device="cpu",
-                         config=aot().to_dict(), budget_s=60, measure=FAST)  # fmt: skip
+                         config=aot().to_dict(), time_limit_s=60, measure=FAST)  # fmt: skip
         first_host = None
 
         def kill_host_soon():

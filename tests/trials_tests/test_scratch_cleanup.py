@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TRIALS = """
     import sys
     from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec, PreloadedHostRunner
-    spec = TrialSpec(model_path={model!r}, device="cpu", config={config!r}, budget_s={budget},
+    spec = TrialSpec(model_path={model!r}, device="cpu", config={config!r}, time_limit_s={budget},
                      measure=MeasureSettings(warmup=1, min_rounds=5, max_rounds=20,
                                              target_seconds=0.2))
     print("started", flush=True)

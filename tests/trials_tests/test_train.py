@@ -22,7 +22,7 @@ def spec(model: str, config: CompileConfig | None, **kwargs) -> TrialSpec:
         device="cpu",
         config=config.to_dict() if config is not None else None,
         workload="train",
-        budget_s=120.0,
+        time_limit_s=120.0,
         measure=FAST,
         **kwargs,
     )

@@ -48,11 +48,16 @@ def test_a_do_not_compile_file_cannot_be_verified_without_the_default_compile():
 def test_every_trial_gets_the_seed_device_budget_and_timing_asked_for(monkeypatch, model_file):
     runs = scripted.use(monkeypatch, lambda spec: scripted.ok(1.0 if spec.config is None else 2))
     file = best(aot(), device="cuda:1", kind="train")
-    verify(file, model_file("tiny"), runner=scripted.make(), device="cpu", seed=5, budget_s=30,
-           measure_seconds=0.5, precision=0.02)  # fmt: skip
+    verify(file, model_file("tiny"), runner=scripted.make(), device="cpu", seed=5,
+           compile_budget=30, measure_seconds=0.5, precision=0.02)  # fmt: skip
     assert [spec.config for spec in runs] == [None, CompileConfig().to_dict(), aot().to_dict()]
     for spec in runs:
-        assert (spec.device, spec.workload, spec.seed, spec.budget_s) == ("cpu", "train", 5, 30)
+        assert (spec.device, spec.workload, spec.seed, spec.time_limit_s) == (
+            "cpu",
+            "train",
+            5,
+            30,
+        )
         assert spec.model_path == str(Path(model_file("tiny")).resolve())
         measure = spec.measure
         assert (measure.target_seconds, measure.precision, measure.max_seconds) == (0.5, 0.02, 2.5)
