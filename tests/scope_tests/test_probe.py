@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,13 @@ from autotune.scope import (
     probe_targets,
 )
 from autotune.scope._analysis import analyze_module
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialResult, TrialSpec
+from autotune.trials import (
+    MeasureSettings,
+    PreloadedHostRunner,
+    TrialResult,
+    TrialRunner,
+    TrialSpec,
+)
 from autotune.workload import build_calls, build_model, load_model_file
 
 MODELS = Path(__file__).parents[1] / "fixtures" / "models"
@@ -32,16 +39,23 @@ SLEEPER = b"scope_mixed sleeper"  # in the command line of scope_mixed's hanging
 
 
 @pytest.fixture(scope="module")
-def mixed_plan(tmp_path_factory: pytest.TempPathFactory) -> ScopePlan:
-    cache = str(tmp_path_factory.mktemp("scope-cache"))
+def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PreloadedHostRunner]:
+    """The module's trials are forks of one preloaded host, as a study's are: these tests are
+    about what a probe finds, not about the process it runs in (torch is imported once)."""
+    with PreloadedHostRunner(log_dir=str(tmp_path_factory.mktemp("host"))) as warm:
+        yield warm
+
+
+@pytest.fixture(scope="module")
+def mixed_plan(host: PreloadedHostRunner) -> ScopePlan:
     base = TrialSpec(str(MODELS / "scope_mixed.py"), "cpu", None, time_limit_s=BUDGET_S,
-                     measure=PROBE_MEASURE, cache_dir=cache)  # fmt: skip
-    return plan_scopes(base, SubprocessRunner(), backend="aot_eager")
+                     measure=PROBE_MEASURE)  # fmt: skip
+    return plan_scopes(base, host, backend="aot_eager")
 
 
-def trial(model: str, config: CompileConfig) -> TrialResult:
+def trial(runner: TrialRunner, model: str, config: CompileConfig) -> TrialResult:
     spec = TrialSpec(str(MODELS / model), "cpu", config.to_dict(), time_limit_s=60.0, measure=FAST)
-    return SubprocessRunner().run(spec)
+    return runner.run(spec)
 
 
 def test_the_probe_records_the_abort_and_the_hang_with_their_reasons(mixed_plan):
@@ -75,14 +89,14 @@ def test_no_candidate_compiles_the_broken_children(mixed_plan):
             assert bad <= set(candidate.scope.disable), candidate
 
 
-def test_every_candidate_compiles_and_matches_eager(mixed_plan):
+def test_every_candidate_compiles_and_matches_eager(host, mixed_plan):
     """The tuned model keeps both bad children eager, whichever candidate wins."""
     compiled = {}
     for candidate in mixed_plan.candidates:
         config = CompileConfig(
             backend="aot_eager", fullgraph=candidate.fullgraph, scope=candidate.scope
         )
-        result = trial("scope_mixed.py", config)
+        result = trial(host, "scope_mixed.py", config)
         assert result.status == "ok", (candidate.name, result.error, result.error_tail)
         compiled[candidate.name] = result.graphs
     # A whole-disable candidate may compile nothing at all (a disabled block called in a loop
@@ -92,11 +106,11 @@ def test_every_candidate_compiles_and_matches_eager(mixed_plan):
 
 
 @pytest.mark.slow  # five processes that import transformers: ~30 s, though no Inductor
-def test_a_transformers_bert_gets_a_regional_candidate_of_its_encoder_layers():
+def test_a_transformers_bert_gets_a_regional_candidate_of_its_encoder_layers(host):
     pytest.importorskip("transformers")
     base = TrialSpec(str(MODELS / "scope_bert.py"), "cpu", None, time_limit_s=120.0,
                      measure=PROBE_MEASURE)  # fmt: skip
-    plan = plan_scopes(base, SubprocessRunner(), backend="aot_eager")
+    plan = plan_scopes(base, host, backend="aot_eager")
     assert [p.status for p in plan.probes] == ["ok"] * 4
     regional = plan.candidate("regional:BertLayer")
     assert regional.scope.compile == ("encoder.layer.0", "encoder.layer.1")
@@ -107,7 +121,7 @@ def test_a_transformers_bert_gets_a_regional_candidate_of_its_encoder_layers():
 @pytest.mark.parametrize(
     "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)]
 )
-def test_regional_compile_of_builtin_blocks_really_compiles(backend):
+def test_regional_compile_of_builtin_blocks_really_compiles(host, backend):
     """Module.compile() on nn.TransformerEncoderLayer compiles nothing; the plan's regional
     candidate replaces each layer in its parent, and the trial counts its graphs."""
     module = load_model_file(MODELS / "scope_encoder.py")
@@ -127,7 +141,7 @@ def test_regional_compile_of_builtin_blocks_really_compiles(backend):
     assert counters["stats"]["unique_graphs"] == 0  # the pitfall: silently not compiled
     torch._dynamo.reset()
 
-    result = trial("scope_encoder.py", CompileConfig(backend=backend, scope=regional.scope))
+    result = trial(host, "scope_encoder.py", CompileConfig(backend=backend, scope=regional.scope))
     assert result.status == "ok", result.error_tail
     assert result.graphs >= 1
 
@@ -167,7 +181,7 @@ def test_probes_run_the_studys_workload(workload):
     assert runner.specs and {spec.workload for spec in runner.specs} == {workload}
 
 
-def test_a_part_whose_backward_breaks_the_graph_is_caught_by_a_train_studys_probe(tmp_path):
+def test_a_part_whose_backward_breaks_the_graph_is_caught_by_a_train_studys_probe(host):
     """Inference never traces the backward, so only the train study's probe sees the break,
     and only its plan keeps fullgraph=True away from that part."""
     plans = {
@@ -179,9 +193,8 @@ def test_a_part_whose_backward_breaks_the_graph_is_caught_by_a_train_studys_prob
                 workload=workload,
                 time_limit_s=60.0,
                 measure=FAST,
-                cache_dir=str(tmp_path),
             ),
-            SubprocessRunner(),
+            host,
             backend="aot_eager",
         )  # fmt: skip
         for workload in ("infer", "train")
@@ -225,13 +238,13 @@ def test_a_part_kept_eager_in_the_convnets_sequential_leaves_the_rest_compiled()
     assert graphs(CompileConfig(backend="aot_eager", scope=candidate.scope)) == 7
 
 
-def test_a_trial_whose_scope_compiles_no_graph_is_a_no_graph_failure_not_a_timing():
+def test_a_trial_whose_scope_compiles_no_graph_is_a_no_graph_failure_not_a_timing(host):
     """Where only the compile tells (a scope the plan could not judge), the trial stops
     before timing: it would measure eager under another name."""
     config = CompileConfig(backend="aot_eager", scope=Scope(("",), ("5",)))
     convnet = Path(__file__).parents[2] / "studies" / "convnet.py"
     spec = TrialSpec(str(convnet), "cpu", config.to_dict(), time_limit_s=60.0, measure=FAST)
-    result = SubprocessRunner().run(spec)
+    result = host.run(spec)
     assert (result.status, result.failure_kind) == ("failed", "no_graph"), result.error_tail
     assert "compiled no graph in this config's scope (compiled: <root>; kept eager: 5)" in (
         result.error or ""
