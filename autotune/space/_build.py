@@ -140,24 +140,11 @@ def _usable_presets(
             notes.append(f"preset {preset.name!r} is not measured here: {offered}")
             continue
         _, inactive = _presets.assign(preset, plan, context)
-        if (
-            inactive
-            and not context["accuracy_contract"]
-            and any("accuracy_contract" in (by_param[p].when or "") for p in inactive)
-        ):
-            notes.append(
-                f"preset {preset.name!r} is measured only under an accuracy contract: it sets "
-                f"{', '.join(inactive)}, which changes numerics (state one with --accuracy)"
-            )
-        elif (
-            inactive
-            and not context["padding"]
-            and any("padding" in (by_param[p].when or "") for p in inactive)
-        ):
-            notes.append(
-                f"preset {preset.name!r} is measured only for a model that declares how its "
-                f"inputs pad (a model file's PADDING): it sets {', '.join(inactive)}"
-            )
+        unmet = _unmet_condition(inactive, by_param, context)
+        if unmet is not None:
+            condition, after = _CONDITIONS[unmet]
+            notes.append(f"preset {preset.name!r} is measured only {condition}: it sets "
+                         f"{', '.join(inactive)}{after}")  # fmt: skip
         elif inactive:
             notes.append(
                 f"preset {preset.name!r} is not measured here: {', '.join(inactive)} is off "
@@ -286,3 +273,29 @@ def _backend_note(knobs: list[Knob]) -> list[str]:
     if backend is None or not gated or "inductor" in backend.values():
         return []
     return [f"{', '.join(gated)} only apply to the inductor backend: never suggested here"]
+
+
+# A study condition a knob's `when` may wait on: what a preset that sets such a knob is
+# measured only ..., and what its note adds after the knobs.
+_CONDITIONS = {
+    "accuracy_contract": (
+        "under an accuracy contract",
+        ", which changes numerics (state one with --accuracy)",
+    ),
+    "padding": ("for a model that declares how its inputs pad (a model file's PADDING)", ""),
+}
+
+
+def _unmet_condition(
+    inactive: list[str], by_param: dict[str, Any], context: dict[str, Any]
+) -> str | None:
+    """The study condition (a key of :data:`_CONDITIONS`) that keeps a preset's ``inactive``
+    knobs off here, if that is why."""
+    for key in _CONDITIONS:
+        if (
+            inactive
+            and not context[key]
+            and any(key in (by_param[p].when or "") for p in inactive)
+        ):
+            return key
+    return None
