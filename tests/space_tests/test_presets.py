@@ -112,3 +112,29 @@ def test_the_builtin_spaces_declare_what_practitioners_try_first():
         assert "bf16-autocast" in contract
     quick = load_space("quick", "cpu")
     assert "max-autotune-no-cudagraphs+freezing" in [p.name for p in quick.presets]
+
+
+def test_a_preset_waiting_on_a_study_condition_says_which(tmp_path):
+    """A preset whose knobs wait on an accuracy contract, or on a model that says how its
+    inputs pad, is left out with a note naming that condition, not "off here"."""
+    waiting = """
+[compile]
+mode = ["default"]
+
+[inductor]
+freezing = { choices = [false, true], when = "accuracy_contract" }
+"shape_padding" = { choices = [false, true], when = "padding" }
+
+[presets]
+frozen = { "inductor.freezing" = true }
+padded = { "inductor.shape_padding" = true }
+"""
+    notes = _space(tmp_path, waiting).notes
+    assert (
+        "preset 'frozen' is measured only under an accuracy contract: it sets inductor.freezing, "
+        "which changes numerics (state one with --accuracy)"
+    ) in notes
+    assert (
+        "preset 'padded' is measured only for a model that declares how its inputs pad (a model "
+        "file's PADDING): it sets inductor.shape_padding"
+    ) in notes
