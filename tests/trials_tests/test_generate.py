@@ -110,8 +110,11 @@ def test_a_files_own_loop_cannot_be_teacher_forced(runner, model_file):
 def test_a_search_ships_the_decode_config_with_the_prefill_it_chose(
     tmp_path, model_file, space_file, autotune_command
 ):
+    # One short request: each compiled trial compiles one decode graph (generate_llama's second
+    # request, of another batch and length, recompiles it dynamic), and default torch.compile's
+    # are the graphs test_tune's generate test compiles: a kernel-cache hit for the later one.
     argv = [
-        "search", model_file("generate_llama"), "--workload", "generate", "--trials", "2",
+        "search", model_file("generate_llama_short"), "--workload", "generate", "--trials", "2",
         "--space", space_file("aot_eager_generate"), "--finalists", "0", "--device", "cpu",
         "--measure-seconds", "0.2", "--study", "g",
         "--storage", f"sqlite:///{tmp_path}/autotune.db", "--out", str(tmp_path / "best.json"),

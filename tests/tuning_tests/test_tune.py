@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import homes
 import pytest
 import torch
 from torch import nn
@@ -42,7 +43,9 @@ def tuned(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tune")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(folder)
-        mp.setenv("AUTOTUNE_CACHE_DIR", str(folder / "kernels"))
+        # The tests' kernel cache (set up before conftest's for this test): default compile's
+        # graph, and the C++ toolchain's probes, come from the run's earlier studies
+        homes.shared(mp, tmp_path_factory.getbasetemp())
         model, x = _model()
         result = autotune.tune(model, (x,), **FAST)
     return folder, model, x, result
@@ -134,7 +137,6 @@ def test_a_served_models_traffic_is_tuned_per_request_with_its_tail(tmp_path, mo
 
 def test_a_users_train_step_is_tuned_under_a_training_contract(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "kernels"))
     model, x = _model()
     target = torch.randn(8, 4)
 
@@ -171,7 +173,8 @@ def test_a_models_generate_is_tuned_and_the_plan_applied(tmp_path, monkeypatch):
     ``autotune search --workload generate`` tunes a model file; the file applies to it."""
     transformers = pytest.importorskip("transformers")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "kernels"))
+    # The model and request of tests/fixtures/models/generate_llama_short.py, which the generate
+    # search of trials_tests runs first: default compile's graphs are kernel-cache hits here.
     config = transformers.LlamaConfig(
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
