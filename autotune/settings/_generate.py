@@ -1,7 +1,7 @@
 """Writes :mod:`autotune.settings._study_fields` from the settings table: one typed field per
-study setting an option sets, its default the table's. Run it after adding or changing a row
-that sets a study setting; ``tests/settings_tests/test_study_fields.py`` fails while the file
-and the table disagree.
+study setting an option sets, its default the table's, its option's help above it. Run it after
+adding or changing a row that sets a study setting; ``tests/settings_tests/test_study_fields.py``
+fails while the file and the table disagree.
 
     python -m autotune.settings._generate
 """
@@ -9,6 +9,7 @@ and the table disagree.
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 from autotune.settings._option import Option
@@ -65,6 +66,8 @@ def source() -> str:
             default = " = None"
         else:
             default = ""  # every study's settings hold it
+        said = f"{option.flag}: {option.help.replace('%%', '%')}"
+        lines += [f"    # {line}\n" for line in textwrap.wrap(said, 99 - len("    # "))]
         lines.append(f"    {option.field}: {option.annotation}{default}\n")
     return _HEAD + "".join(lines)
 
