@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from autotune._atomic import write_text
 from autotune.settings._option import Option
 from autotune.settings._table import SEARCH_OPTIONS
 
@@ -73,7 +74,7 @@ def source() -> str:
 
 
 def main() -> int:
-    TARGET.write_text(source())
+    write_text(TARGET, source())
     print(f"wrote {TARGET}")
     return 0
 
