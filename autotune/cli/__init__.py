@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from autotune import _faults
+from autotune import _faults, _process
 from autotune._printable import say
 from autotune._secrets import mask_text
 from autotune.cli import _study_file
@@ -67,10 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
-    from autotune.trials import tracked
-
     signal.signal(signal.SIGTERM, _terminate)
-    before = tracked()  # an in-process caller's own trials are not ours to kill
+    before = _process.tracked()  # an in-process caller's own children are not ours to kill
     command = COMMANDS[args.command]
     try:
         return int(command.run(args))
@@ -102,9 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"autotune: error: {mask_text(said, urls)}", file=sys.stderr)
         return EXIT_USAGE
     finally:
-        from autotune.trials import kill_all_trials
-
-        kill_all_trials(keep=before)
+        _process.kill_all(keep=before)
 
 
 def build_parser() -> tuple[Parser, dict[str, Parser]]:

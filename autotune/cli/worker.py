@@ -9,6 +9,7 @@ setting; a worker only says where it runs.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
+from autotune import _process
 from autotune._printable import say
 from autotune.cli import _options as options
 
@@ -126,7 +128,7 @@ def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress)
     from autotune.pipeline import Finish, run_study
     from autotune.reports import terminal
 
-    finish = Finish(args.out, last_process=True, finalist_runner=options.trial_runner())
+    finish = Finish(out=args.out, last_process=True, finalist_runner=options.trial_runner())
 
     def decided(decision: Decision) -> None:
         progress.finish()
@@ -145,16 +147,16 @@ def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress)
 def _per_gpu(args: argparse.Namespace) -> int:
     """One worker process per GPU, each seeing only its own GPU and its share of the CPU cores
     (its compiles then never crowd another GPU's); their lines are prefixed with
-    the GPU. A signal to this process goes to every worker, and each dies with it."""
+    the GPU. A signal to this process goes to every worker, and each stops cleanly (SIGTERM)
+    when this process dies."""
     argv = _without_gpus(args.argv)
     procs, echoes = [], []
     shares = _core_shares(len(args.gpus))
     for gpu, cores in zip(args.gpus, shares, strict=True):
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "autotune.cli", *argv, "--device", "cuda"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            preexec_fn=_worker_start(cores),
+        proc = _process.start(
+            [sys.executable, "-m", "autotune.cli", *argv, "--device", "cuda"], env=env,
+            stdout=subprocess.PIPE, death_signal=signal.SIGTERM, before=_keep_to(cores),
         )  # fmt: skip
         echo = threading.Thread(target=_prefix, args=(proc.stdout, f"[gpu {gpu}] "), daemon=True)
         echo.start()
@@ -167,7 +169,9 @@ def _per_gpu(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    codes = [proc.wait() for proc in procs]
+    for proc in procs:
+        _process.wait(proc, None)
+    codes = [_process.stop(proc) for proc in procs]
     for echo in echoes:  # every worker's last lines are printed before this process exits
         echo.join(timeout=5)
     return next((code for code in codes if code), 0)
@@ -181,19 +185,11 @@ def _core_shares(workers: int) -> list[set[int] | None]:
     return [set(share) or None for share in split_cores(usable_cores(), workers)]
 
 
-def _worker_start(cores: set[int] | None) -> Callable[[], None]:
-    """In a GPU's worker, before it runs: keep to its cores, and stop cleanly (SIGTERM) when
-    this process dies."""
-    from autotune.trials import dies_with_us
-
-    die = dies_with_us(signal.SIGTERM)
-
-    def start() -> None:
-        if cores:
-            os.sched_setaffinity(0, cores)
-        die()
-
-    return start
+def _keep_to(cores: set[int] | None) -> Callable[[], None] | None:
+    """In a GPU's worker, before it runs: keep to its cores."""
+    if not cores:
+        return None
+    return functools.partial(os.sched_setaffinity, 0, cores)
 
 
 def _without_gpus(argv: list[str]) -> list[str]:
@@ -209,10 +205,10 @@ def _without_gpus(argv: list[str]) -> list[str]:
     return out
 
 
-def _prefix(stream: IO[str] | None, prefix: str) -> None:
+def _prefix(stream: IO[bytes] | None, prefix: str) -> None:
     assert stream is not None
     for line in stream:
-        sys.stdout.write(prefix + line)
+        sys.stdout.write(prefix + line.decode(errors="replace"))
         sys.stdout.flush()
 
 

@@ -84,7 +84,7 @@ def effort_line(effort: str, request: SearchRequest) -> str:
 def finish_of(args: SearchOptions) -> Finish:
     """How the file of a search with these options is written."""
     return Finish(
-        args.out, remeasure=args.remeasure, for_device=args.for_device,
+        out=args.out, remeasure=args.remeasure, for_device=args.for_device,
         save_cache=args.save_cache, save_aot=args.save_aot, finalist_runner=trial_runner(),
     )  # fmt: skip
 

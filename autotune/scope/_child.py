@@ -1,8 +1,8 @@
 """The analysis runs in a process of its own, like a trial: the parent never builds the model.
 
-Run as ``python -m autotune.scope._child SPEC.json RESULT.json``. The child leads its own
-process group, which is SIGKILLed when it ends or outlives its budget, and which it takes down
-itself when its parent dies.
+Run as ``python -m autotune.scope._child SPEC.json RESULT.json``, started and stopped as every
+child is (:mod:`autotune._process`): its process group is SIGKILLed when it ends or outlives its
+budget, and it takes that group down itself when its parent dies.
 """
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-from autotune import _scratch, trials
+from autotune import _process, _scratch, trials
 from autotune.errors import UsageError
 from autotune.scope._tree import ModelTree
 
@@ -69,20 +68,7 @@ def _spawn(folder: Path, time_limit_s: float) -> int | None:
     argv = [sys.executable, "-m", "autotune.scope._child",
             str(folder / "spec.json"), str(folder / "result.json")]  # fmt: skip
     with open(folder / "log.txt", "wb") as log:
-        proc = subprocess.Popen(
-            argv, env=trials.child_env(), stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        # Tracked like a trial: an interrupted study (kill_all_trials) takes it down too.
-        trials.track(proc.pid)
-        try:
-            return proc.wait(timeout=time_limit_s)
-        except subprocess.TimeoutExpired:
-            return None
-        finally:
-            trials.kill_group(proc.pid)
-            proc.wait()
-            trials.untrack(proc.pid)
+        return _process.run(argv, env=trials.child_env(), output=log, timeout_s=time_limit_s)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -109,9 +95,7 @@ def _tail(path: Path) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    from autotune.trials import kill_group_with_parent
-
-    kill_group_with_parent()
+    _process.kill_group_with_parent()
     spec = json.loads(Path(argv[1]).read_text())
     try:
         payload: dict[str, Any] = {"tree": _analyze(**spec).to_dict()}

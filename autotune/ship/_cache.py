@@ -31,12 +31,12 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from autotune import _process
 from autotune._scratch import scratch_dir
 from autotune.errors import UsageError
 from autotune.runtime import signing as _signing
 from autotune.runtime.config import BestConfig, ConfigFile, entry_label, read_bytes
 from autotune.ship._entries import AOT_SUFFIX, CACHE_SUFFIX, artifact_name, delete_replaced
-from autotune.trials import run_child
 
 _TIMEOUT_S = 3600.0
 _TAIL = 1500
@@ -156,7 +156,7 @@ def _compile(
     # Inductor's FX graph cache key, so production then missed the shipped graphs.
     command = [sys.executable, "-m", _CHILD, str(copy), *args]
     try:
-        done = run_child(command, env=env, timeout_s=timeout_s)
+        done = _process.run_captured(command, env=env, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         raise UsageError(
             f"Exporting the cache of {path} took over {timeout_s:.0f} s; nothing was written."

@@ -201,20 +201,21 @@ def cpu_flags() -> frozenset[str]:
 def cuda_capability(device: str) -> list[int] | None:
     """``[major, minor]`` of the CUDA device, None where unknown. Asked of ``nvidia-smi``, not
     of torch: a parent that starts trials must never initialize CUDA."""
+    import os
     import shutil
     import subprocess
+
+    from autotune import _process
 
     index = device.partition(":")[2] or "0"
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
+    query = [smi, f"--id={index}", "--query-gpu=compute_cap", "--format=csv,noheader"]
     try:
-        out = subprocess.run(
-            [smi, f"--id={index}", "--query-gpu=compute_cap", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout  # fmt: skip
-        major, _, minor = out.strip().partition(".")
-        return [int(major), int(minor or 0)]
+        done = _process.run_captured(query, env=os.environ, timeout_s=20)
+        major, _, minor = done.stdout.strip().partition(".")
+        return [int(major), int(minor or 0)] if done.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
 

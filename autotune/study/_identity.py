@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.metadata
+import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from autotune import _process
 from autotune.errors import UsageError
 from autotune.storage import StudySettings
 
@@ -43,6 +45,7 @@ def device_type(device: str) -> str:
 
 
 MODEL_ENV = "AUTOTUNE_MODEL"
+_NAME_TIMEOUT_S = 120.0  # a child that imports torch and starts CUDA
 
 
 def local_model_path(study: str, settings: StudySettings, named: str | None) -> str:
@@ -173,12 +176,17 @@ def local_device_name(device: str) -> str:
         return str(environment_fingerprint("cpu")["device_name"])
     index = device.partition(":")[2] or "0"
     code = "import sys, torch; print(torch.cuda.get_device_name(int(sys.argv[1])))"
-    done = subprocess.run(
-        [sys.executable, "-c", code, index], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise UsageError(
-            f"Cannot read the name of {device} here ({done.stderr.strip()[-200:]}); pass "
-            "--for-device NAME with the device name the file is for."
+    try:
+        done = _process.run_captured(
+            [sys.executable, "-c", code, index], env=os.environ, timeout_s=_NAME_TIMEOUT_S
         )
-    return done.stdout.strip()
+    except subprocess.TimeoutExpired:
+        why = f"no answer in {_NAME_TIMEOUT_S:g} s"
+    else:
+        if done.returncode == 0:
+            return done.stdout.strip()
+        why = done.stderr.strip()[-200:]
+    raise UsageError(
+        f"Cannot read the name of {device} here ({why}); pass "
+        "--for-device NAME with the device name the file is for."
+    )

@@ -61,7 +61,8 @@ def _probe(session: Session, runner: TrialRunner, deadline: Deadline) -> ScopePl
     events.on_note(f"scope: analyzing {local.model_path} and probing its parts one by one")
     events.on_phase("analyzing", local.model_path)
     base = TrialSpec(
-        local.model_path, local.device, None, workload=s.workload, seed=s.seed,
+        model_path=local.model_path, device=local.device, config=None, workload=s.workload,
+        seed=s.seed,
         time_limit_s=s.compile_budget, measure=PROBE_MEASURE, cache_dir=session.cache_dir,
         traffic=s.traffic,
     )  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from autotune.trials._cores import split_cores, usable_cores
-from autotune.trials._guard import dies_with_us, kill_group_with_parent, run_child
 from autotune.trials._phase import read_phase
 from autotune.trials._pool import RunnerPool
 from autotune.trials._preloaded import HOST_LOG_PREFIX, PreloadedHostRunner
@@ -12,11 +11,6 @@ from autotune.trials._runner import (
     SubprocessRunner,
     TrialRunner,
     child_env,
-    kill_all_trials,
-    kill_group,
-    track,
-    tracked,
-    untrack,
 )
 from autotune.trials._spec import (
     DEFAULT_PRECISION,
@@ -38,15 +32,7 @@ __all__ = [
     "HOST_LOG_PREFIX",
     "FAILURE_KINDS",
     "child_env",
-    "dies_with_us",
-    "kill_all_trials",
-    "kill_group",
-    "kill_group_with_parent",
     "read_phase",
-    "run_child",
-    "track",
-    "tracked",
-    "untrack",
     "MeasureSettings",
     "SubprocessRunner",
     "TrialFigures",

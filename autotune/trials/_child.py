@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autotune.trials import _guard
+from autotune import _process
 from autotune.trials._spec import TrialResult, TrialSpec
 
 
 def main(argv: list[str]) -> int:
-    _guard.kill_group_with_parent()
+    _process.kill_group_with_parent()
     execute(Path(argv[1]), Path(argv[2]))
     # Skip interpreter teardown: a wedged compiler pool must not keep the trial alive.
     os._exit(0)

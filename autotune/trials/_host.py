@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 _child_pid: int | None = None
+# The model file whose installed imports the host imports once (unset: none).
+MODEL_ENV = "AUTOTUNE_HOST_MODEL"
 
 
 def main() -> int:
@@ -39,8 +41,18 @@ def main() -> int:
     if cuda:
         os.environ[_NVML_CHECK] = "1"
     _warm_up(compile_once=not cuda)
+    threads = _threads()
+    preloaded = _warm_model(os.environ.get(MODEL_ENV))
     ready = {"ready": True, "warm_s": time.monotonic() - started, "pid": os.getpid()}
-    _send(reply, {**ready, "fork_safe": _cuda_survives_fork() if cuda else True})
+    if _threads() > threads or _cuda_started():
+        # A model import started a Python thread or CUDA: this host must not fork. The runner
+        # starts another without the model's imports.
+        _send(reply, {**ready, "preloaded": preloaded, "preload_unsafe": True})
+        return 0
+    _send(
+        reply,
+        {**ready, "preloaded": preloaded, "fork_safe": _cuda_survives_fork() if cuda else True},
+    )
     for line in sys.stdin:
         request = json.loads(line)
         pid = _fork_trial(request, reply)
@@ -71,6 +83,30 @@ def _warm_up(compile_once: bool) -> None:
         fn = torch.compile(lambda x: (x.sin() + 1).sum(), backend="inductor")
         fn(torch.randn(8))
     torch._dynamo.reset()
+
+
+def _warm_model(path: str | None) -> list[str]:
+    """The study's model file's installed imports (``transformers`` and its model classes),
+    imported here once instead of in every forked trial (:mod:`autotune.workload._preload`)."""
+    if not path:
+        return []
+    from autotune.workload import preload
+
+    return preload(path)
+
+
+def _threads() -> int:
+    """This process's Python threads: a process that forks must have one. (Importing torch
+    starts a native thread already, which holds no lock of Python's.)"""
+    import threading
+
+    return threading.active_count()
+
+
+def _cuda_started() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_initialized())
 
 
 def _cuda_survives_fork() -> bool:
@@ -129,10 +165,10 @@ def _become_trial(request: dict[str, Any], reply: TextIO) -> None:
         os.dup2(null, 0)
         _restore_env()
         os.environ.update(request["env"])
-        from autotune.trials import _guard
+        from autotune import _process
         from autotune.trials._child import execute
 
-        _guard.kill_group_with_parent()
+        _process.kill_group_with_parent()
         execute(Path(request["spec"]), Path(request["result"]))
         code = 0
     except BaseException:
@@ -156,9 +192,9 @@ def _die_with_parent() -> None:
                 pass
         os._exit(1)
 
-    from autotune.trials import _guard
+    from autotune import _process
 
-    _guard.on_parent_death(stop, watch=False)
+    _process.on_parent_death(stop, watch=False)
 
 
 def _send(reply: TextIO, message: dict[str, Any]) -> None:

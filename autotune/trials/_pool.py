@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Generic, TypeVar
 
-from autotune.trials._runner import TrialRunner, kill_all_trials, tracked
+from autotune._process import kill_all, tracked
+from autotune.trials._runner import TrialRunner
 
 T = TypeVar("T")
 
@@ -93,7 +94,7 @@ class RunnerPool(Generic[T]):
         """Kills the trials still running (the work stops) and waits a while for the units
         to end; ``stopping`` tells them a killed trial is not a crash."""
         self._stopping.set()
-        kill_all_trials(keep=self._before)
+        kill_all(keep=self._before)
         concurrent.futures.wait(self._futures, timeout=_JOIN_AFTER_KILL_S)
 
     def _run(self, work: Callable[[TrialRunner], T], runner: TrialRunner) -> T:

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autotune import _scratch
-from autotune.trials import _runner
+from autotune import _process, _scratch
+from autotune.trials import _host, _runner
 from autotune.trials._spec import TrialResult, TrialSpec
+from autotune.workload import found_beside
 
 _READY_TIMEOUT_S = 600.0
 _REPLY_TIMEOUT_S = 60.0
@@ -38,11 +39,10 @@ class _Host:
 
     def __init__(self, python: str, env: dict[str, str], log: Path) -> None:
         with open(log, "ab") as err:
-            self.proc = subprocess.Popen(
+            self.proc = _process.start(
                 [python, "-m", "autotune.trials._host"], env=env, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=err, start_new_session=True,
+                stdout=subprocess.PIPE, stderr=err,
             )  # fmt: skip
-        _runner.track(self.proc.pid)
         self.log = log
         self._buffer = b""
         self.ready: dict[str, Any] | None = None
@@ -81,12 +81,8 @@ class _Host:
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            _runner.kill_group(self.proc.pid)
-            self.proc.wait()
-        _runner.untrack(self.proc.pid)
+        _process.wait(self.proc, 5)  # its trial's group goes first (the host's own rule)
+        _process.stop(self.proc)
 
 
 class PreloadedHostRunner:
@@ -106,6 +102,7 @@ class PreloadedHostRunner:
         self.cores = cores
         self._host: _Host | None = None
         self._host_key: tuple[str | None, str] | None = None
+        self._preload = True  # the host imports the model file's packages (until that fails)
         self._cold: _runner.SubprocessRunner | None = None  # when forks cannot use CUDA
 
     def __enter__(self) -> PreloadedHostRunner:
@@ -148,32 +145,50 @@ class PreloadedHostRunner:
         if started is None:
             raise HostDied("the trial host did not start the trial")
         pid = int(started["started"])
-        _runner.track(pid)
+        _process.track(pid)
         try:
             exited = host.recv(spec.time_limit_s)
             if exited is None:
-                _runner.kill_group(pid)
+                _process.kill_group(pid)
                 host.recv(_REPLY_TIMEOUT_S)
                 return None, True
             return int(exited["returncode"]), False
         finally:
-            _runner.kill_group(pid)
-            _runner.untrack(pid)
+            _process.kill_group(pid)
+            _process.untrack(pid)
 
     def _ensure_host(self, spec: TrialSpec) -> _Host:
         key = (spec.cache_dir, spec.device.split(":")[0])
-        if self._host is not None and self._host_key != key:
+        if self._host is not None and (self._host_key != key or self._shadows(spec)):
             self.close()
         if self._host is None:
-            env = {**_runner.child_env(self.cores), **_runner.trial_env(spec)}
-            env["AUTOTUNE_HOST_DEVICE"] = key[1]
-            folder = Path(self.log_dir or spec.cache_dir or _scratch.run_root())
-            folder.mkdir(parents=True, exist_ok=True)
-            log = folder / f"{HOST_LOG_PREFIX}{os.getpid()}.log"
-            self._host, self._host_key = _Host(self.python, env, log), key
-        if not self._host.wait_ready().get("fork_safe", True):
+            self._host, self._host_key = self._start_host(spec), key
+        ready = self._host.wait_ready()
+        if ready.get("preload_unsafe"):  # the model's imports started a thread or CUDA
+            self.close()
+            self._preload = False
+            self._host, self._host_key = self._start_host(spec), key
+            ready = self._host.wait_ready()
+        if not ready.get("fork_safe", True):
             raise _ForkUnsafe
         return self._host
+
+    def _shadows(self, spec: TrialSpec) -> bool:
+        """Whether the host imported a package (for the model it started with) that ``spec``'s
+        model would import from its own folder instead: a fork would hand it the wrong one."""
+        assert self._host is not None
+        imported = (self._host.ready or {}).get("preloaded", [])
+        return any(found_beside(spec.model_path, module) for module in imported)
+
+    def _start_host(self, spec: TrialSpec) -> _Host:
+        env = {**_runner.child_env(self.cores), **_runner.trial_env(spec)}
+        env["AUTOTUNE_HOST_DEVICE"] = spec.device.split(":")[0]
+        if self._preload:
+            env[_host.MODEL_ENV] = spec.model_path
+        folder = Path(self.log_dir or spec.cache_dir or _scratch.run_root())
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / f"{HOST_LOG_PREFIX}{os.getpid()}.log"
+        return _Host(self.python, env, log)
 
 
 class _ForkUnsafe(Exception):

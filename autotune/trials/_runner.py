@@ -1,8 +1,8 @@
 """Runs a trial in a process of its own and turns how it ended into a TrialResult.
 
-The trial process leads a new process group (``start_new_session``); whatever it started
-(Inductor's compile workers, g++) is in that group, and the group is SIGKILLed when the trial
-ends, times out, or the parent is interrupted. The trial kills its own group if its parent dies.
+The trial process is started, tracked and stopped by :mod:`autotune._process`: it leads a
+process group of its own (Inductor's compile workers and g++ are in it), SIGKILLed when the
+trial ends, times out, or the parent is interrupted; the trial kills its group if its parent dies.
 """
 
 from __future__ import annotations
@@ -10,20 +10,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Protocol
 
-from autotune import _scratch
+from autotune import _process, _scratch
 from autotune.trials._spec import TrialResult, TrialSpec
 
 _TAIL_CHARS = 4000
 CORES_ENV = "AUTOTUNE_TRIAL_CORES"
-_live_groups: set[int] = set()
-_lock = threading.Lock()
 
 
 class TrialRunner(Protocol):
@@ -70,57 +66,8 @@ class SubprocessRunner:
         ]  # fmt: skip
         env = {**child_env(self.cores), **trial_env(spec)}
         with open(folder / "log.txt", "wb") as log:
-            proc = subprocess.Popen(
-                argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-            track(proc.pid)
-            try:
-                rc = _exited(proc, spec.time_limit_s)
-                return rc, rc is None
-            finally:
-                kill_group(proc.pid)
-                proc.wait()
-                untrack(proc.pid)
-
-
-def _exited(proc: subprocess.Popen[bytes], seconds: float) -> int | None:
-    try:
-        return proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        return None
-
-
-def kill_all_trials(keep: frozenset[int] = frozenset()) -> None:
-    """SIGKILLs the process group of every running trial and host (on interrupt or exit),
-    but those in ``keep`` (e.g. started before, by someone else in this process)."""
-    with _lock:
-        groups = list(_live_groups - keep)
-    for pgid in groups:
-        kill_group(pgid)
-
-
-def tracked() -> frozenset[int]:
-    """The process groups of the trials and hosts running now."""
-    with _lock:
-        return frozenset(_live_groups)
-
-
-def track(pgid: int) -> None:
-    with _lock:
-        _live_groups.add(pgid)
-
-
-def untrack(pgid: int) -> None:
-    with _lock:
-        _live_groups.discard(pgid)
-
-
-def kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+            rc = _process.run(argv, env=env, output=log, timeout_s=spec.time_limit_s)
+        return rc, rc is None
 
 
 def child_env(cores: list[int] | None = None) -> dict[str, str]:

@@ -83,6 +83,7 @@ from autotune.workload._model_file import (
     loss_function,
     train_step_function,
 )
+from autotune.workload._preload import found_beside, preload
 from autotune.workload._trace import Traffic, read_trace, shapes_problem
 
 __all__ = [
@@ -107,9 +108,11 @@ __all__ = [
     "count_units",
     "default_loss",
     "describe_calls",
+    "found_beside",
     "generate_function",
     "has_traffic",
     "padding_of",
+    "preload",
     "read_trace",
     "shapes_problem",
     "load_model_file",

@@ -45,14 +45,16 @@ def test_a_search_runs_to_its_file_and_its_runners_close(tmp_path, settings):
     runner = Runner()
     search = Search(SearchRequest("s", f"sqlite:///{tmp_path}/a.db", settings), runner)
     decided = []
-    outcome = run_study(search, Finish(str(tmp_path / "best.json")), on_decision=decided.append)
+    outcome = run_study(
+        search, Finish(out=str(tmp_path / "best.json")), on_decision=decided.append
+    )
     assert runner.closed and outcome.decision is not None and decided == [outcome.decision]
     assert autotune.load(tmp_path / "best.json").decision == "compile"
 
 
 def test_a_process_that_did_not_end_the_study_writes_nothing(tmp_path, settings):
     storage = f"sqlite:///{tmp_path}/a.db"
-    finish = Finish(str(tmp_path / "best.json"), last_process=True)
+    finish = Finish(out=str(tmp_path / "best.json"), last_process=True)
     first = Search(SearchRequest("s", storage, settings), Runner())
     first.run()  # eager, default and the budget: the study is done
     raised = SearchRequest("s", storage, replace(settings, trials=4), given=frozenset({"trials"}),
@@ -66,7 +68,7 @@ def test_another_process_writing_the_file_is_left_to_it(tmp_path, settings):
     storage = f"sqlite:///{tmp_path}/a.db"
     search = Search(SearchRequest("s", storage, settings), Runner())
     assert search.session.records.claim("s", FILE_CLAIM, "another:1:worker9", 60.0)
-    outcome = run_study(search, Finish(str(tmp_path / "best.json"), last_process=True))
+    outcome = run_study(search, Finish(out=str(tmp_path / "best.json"), last_process=True))
     assert search.ended is Ended.BUDGET_MET
     assert outcome.not_written == "another process of the study is writing the file"
     assert not (tmp_path / "best.json").exists()
@@ -79,7 +81,7 @@ def test_the_cache_and_package_asked_for_ship_beside_a_compile_decision(
     monkeypatch.setattr("autotune.ship._cache.ship_cache", lambda *a, **k: shipped.append((a, k)))
     search = Search(SearchRequest("s", f"sqlite:///{tmp_path}/a.db", settings), Runner())
     out = str(tmp_path / "best.json")
-    outcome = run_study(search, Finish(out, save_cache=True))
+    outcome = run_study(search, Finish(out=out, save_cache=True))
     assert outcome.not_shipped is None and len(shipped) == 1
     (path, model), kwargs = shipped[0]
     assert (path, model) == (out, settings.model_path)
@@ -95,7 +97,7 @@ def test_nothing_ships_beside_a_file_that_does_not_compile(tmp_path, settings, m
             return scripted.ok(1.0 if spec.config is None else 0.5)
 
     search = Search(SearchRequest("s", f"sqlite:///{tmp_path}/a.db", settings), Slower())
-    outcome = run_study(search, Finish(str(tmp_path / "best.json"), save_aot=True))
+    outcome = run_study(search, Finish(out=str(tmp_path / "best.json"), save_aot=True))
     assert outcome.decision is not None and outcome.decision.best.decision == "do_not_compile"
     assert outcome.not_shipped == "No compile cache was exported: the file runs the model eager."
     assert shipped == []

@@ -48,13 +48,20 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PreloadedHostRunn
 
 @pytest.fixture(scope="module")
 def mixed_plan(host: PreloadedHostRunner) -> ScopePlan:
-    base = TrialSpec(str(MODELS / "scope_mixed.py"), "cpu", None, time_limit_s=BUDGET_S,
+    base = TrialSpec(model_path=str(MODELS / "scope_mixed.py"), device="cpu", config=None,
+                     time_limit_s=BUDGET_S,
                      measure=PROBE_MEASURE)  # fmt: skip
     return plan_scopes(base, host, backend="aot_eager")
 
 
 def trial(runner: TrialRunner, model: str, config: CompileConfig) -> TrialResult:
-    spec = TrialSpec(str(MODELS / model), "cpu", config.to_dict(), time_limit_s=60.0, measure=FAST)
+    spec = TrialSpec(
+        model_path=str(MODELS / model),
+        device="cpu",
+        config=config.to_dict(),
+        time_limit_s=60.0,
+        measure=FAST,
+    )
     return runner.run(spec)
 
 
@@ -108,7 +115,8 @@ def test_every_candidate_compiles_and_matches_eager(host, mixed_plan):
 @pytest.mark.slow  # five processes that import transformers: ~30 s, though no Inductor
 def test_a_transformers_bert_gets_a_regional_candidate_of_its_encoder_layers(host):
     pytest.importorskip("transformers")
-    base = TrialSpec(str(MODELS / "scope_bert.py"), "cpu", None, time_limit_s=120.0,
+    base = TrialSpec(model_path=str(MODELS / "scope_bert.py"), device="cpu", config=None,
+                     time_limit_s=120.0,
                      measure=PROBE_MEASURE)  # fmt: skip
     plan = plan_scopes(base, host, backend="aot_eager")
     assert [p.status for p in plan.probes] == ["ok"] * 4
@@ -175,7 +183,8 @@ def test_probes_run_the_studys_workload(workload):
     """A train study's probes run training steps: a part whose backward cannot compile is
     caught before the search, not by its trials."""
     runner = RecordingRunner()
-    base = TrialSpec(str(MODELS / "scope_mixed.py"), "cpu", None, workload=workload,
+    base = TrialSpec(model_path=str(MODELS / "scope_mixed.py"), device="cpu", config=None,
+                     workload=workload,
                      time_limit_s=60.0, measure=PROBE_MEASURE)  # fmt: skip
     plan_scopes(base, runner, backend="aot_eager")
     assert runner.specs and {spec.workload for spec in runner.specs} == {workload}
@@ -187,9 +196,9 @@ def test_a_part_whose_backward_breaks_the_graph_is_caught_by_a_train_studys_prob
     plans = {
         workload: plan_scopes(
             TrialSpec(
-                str(MODELS / "scope_backward.py"),
-                "cpu",
-                None,
+                model_path=str(MODELS / "scope_backward.py"),
+                device="cpu",
+                config=None,
                 workload=workload,
                 time_limit_s=60.0,
                 measure=FAST,
@@ -243,7 +252,13 @@ def test_a_trial_whose_scope_compiles_no_graph_is_a_no_graph_failure_not_a_timin
     before timing: it would measure eager under another name."""
     config = CompileConfig(backend="aot_eager", scope=Scope(("",), ("5",)))
     convnet = Path(__file__).parents[2] / "studies" / "convnet.py"
-    spec = TrialSpec(str(convnet), "cpu", config.to_dict(), time_limit_s=60.0, measure=FAST)
+    spec = TrialSpec(
+        model_path=str(convnet),
+        device="cpu",
+        config=config.to_dict(),
+        time_limit_s=60.0,
+        measure=FAST,
+    )
     result = host.run(spec)
     assert (result.status, result.failure_kind) == ("failed", "no_graph"), result.error_tail
     assert "compiled no graph in this config's scope (compiled: <root>; kept eager: 5)" in (

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 from procs import alive, wait_for
 
+from autotune._process import run_captured, tracked
 from autotune.errors import UsageError
 from autotune.runtime.config import BestConfig, CompileConfig
-from autotune.trials._guard import run_child
-from autotune.trials._runner import tracked
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_PYTHON = """#!/bin/sh
@@ -115,7 +114,7 @@ def test_an_interrupted_export_kills_the_group_it_tracked(fake, monkeypatch):
 
     started = _started(best.parent)
     child = _pids(best.parent, "child.pid")
-    assert child <= seen[0]  # tracked like a trial while it ran, so kill_all_trials reaches it
+    assert child <= seen[0]  # tracked while it ran, so kill_all reaches it
     assert wait_for(lambda: not alive(started), 5), alive(started)
     assert not child & tracked()
 
@@ -124,7 +123,7 @@ def test_a_grandchild_holding_the_output_open_neither_stalls_nor_outlives_the_ch
     script = f"sleep 600 & echo $! > {tmp_path}/grandchild.pid; echo out; echo err >&2; exit 3"
     started = time.monotonic()
 
-    done = run_child(["sh", "-c", script], env=os.environ, timeout_s=60)
+    done = run_captured(["sh", "-c", script], env=os.environ, timeout_s=60)
 
     assert time.monotonic() - started < 10
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")

@@ -20,10 +20,11 @@ import pytest
 import torch
 
 import autotune
+from autotune import _process
 from autotune.errors import UsageError
 from autotune.runtime import signing
 from autotune.runtime.config import BestConfig, CompileConfig, ConfigError
-from autotune.ship import _cache, ship_cache
+from autotune.ship import ship_cache
 
 KEY = "0123456789abcdef-test-key"
 OTHER_KEY = "another-machines-key-0123"
@@ -149,13 +150,13 @@ def test_the_child_compiles_the_bytes_the_parent_read(
     B compiled and its artifacts recorded, and signed, in config A's entry."""
     path = _written(tmp_path / "best.json", KEY, monkeypatch)
     read = autotune.load(path).config_hash
-    real_run_child = _cache.run_child
+    real_run = _process.run_captured
 
     def swap_then_run(*args: Any, **kwargs: Any) -> Any:
         _entry(backend="aot_eager").dump(path)  # config B, signed, between the two reads
-        return real_run_child(*args, **kwargs)
+        return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(_cache, "run_child", swap_then_run)
+    monkeypatch.setattr(_process, "run_captured", swap_then_run)
 
     ship_cache(path, str(tmp_path / "model.py"))
 

@@ -95,7 +95,7 @@ def test_a_trial_cut_by_the_deadline_is_failed_not_recorded(tmp_path, model_file
 
 def test_a_probe_cut_by_the_deadline_stops_the_scope_plan():
     deadline = RunsOut()
-    base = TrialSpec("m.py", "cpu", None, time_limit_s=600.0)
+    base = TrialSpec(model_path="m.py", device="cpu", config=None, time_limit_s=600.0)
     prober = Prober(BudgetRunner(deadline), "aot_eager", base)
     with pytest.raises(DeadlineReached, match="during the scope probes"):
         prober.probe(ProbeTarget("head", "unit", ("head",)), deadline)

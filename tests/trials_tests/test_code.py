@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from autotune.runtime.config import CompileConfig
-from autotune.trials import MeasureSettings, SubprocessRunner, TrialSpec
+from autotune.trials import MeasureSettings, PreloadedHostRunner, TrialSpec
 from autotune.trials._code import code_identity
 
 FAST = MeasureSettings(warmup=1, min_rounds=5, max_rounds=20, target_seconds=0.2)
@@ -66,14 +66,19 @@ def test_other_code_or_batch_size_or_no_code_at_all():
 
 
 @pytest.mark.slow
-def test_a_trial_whose_code_was_timed_is_compiled_and_checked_but_not_timed(model_file, tmp_path):
+def test_a_trial_whose_code_was_timed_is_compiled_and_checked_but_not_timed(
+    model_file, tmp_path, request
+):
+    host = PreloadedHostRunner(log_dir=str(tmp_path))  # forks, as a study's trials are
+    request.addfinalizer(host.close)
+
     def run(options: dict, known: dict[str, int]):
         spec = TrialSpec(
             model_path=model_file("tiny"), device="cpu", time_limit_s=300.0, measure=FAST,
             config=CompileConfig(options=options).to_dict(), cache_dir=str(tmp_path / "c"),
             known_code=known,
         )  # fmt: skip
-        result = SubprocessRunner().run(spec)
+        result = host.run(spec)
         assert result.status == "ok", result.error_tail
         return result
 

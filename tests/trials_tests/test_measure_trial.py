@@ -14,7 +14,7 @@ def test_the_compile_time_is_the_first_call_of_every_input_shape(monkeypatch):
     monkeypatch.setattr(_measure_trial.measure, "time_first_call", lambda fn, _: (fn(), 10.0))
     calls = [Call((torch.ones(2, 4),), {}), Call((torch.ones(3, 4),), {})]
     work = _measure_trial.Workload(torch.nn.Linear(4, 4), calls, reference=None)
-    spec = TrialSpec("m.py", "cuda", CompileConfig().to_dict())
+    spec = TrialSpec(model_path="m.py", device="cuda", config=CompileConfig().to_dict())
     target, seconds = _measure_trial._compile(spec, CompileConfig(), work)
     assert seconds == 10.0 + 10.0  # each shape compiles on its first call
     assert [o.shape[0] for o in target.outputs] == [2, 3]

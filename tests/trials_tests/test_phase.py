@@ -23,6 +23,13 @@ def test_a_phase_that_cannot_be_written_is_left_out(tmp_path):
 
 
 def test_the_spec_carries_its_progress_path_through_json():
-    spec = TrialSpec("m.py", "cpu", None, progress_path="/tmp/phases/trial-3.phase")
+    spec = TrialSpec(
+        model_path="m.py", device="cpu", config=None, progress_path="/tmp/phases/trial-3.phase"
+    )
     assert TrialSpec.from_dict(spec.to_dict()) == spec
-    assert TrialSpec.from_dict(TrialSpec("m.py", "cpu", None).to_dict()).progress_path is None
+    assert (
+        TrialSpec.from_dict(
+            TrialSpec(model_path="m.py", device="cpu", config=None).to_dict()
+        ).progress_path
+        is None
+    )

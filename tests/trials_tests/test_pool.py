@@ -63,11 +63,11 @@ def test_leaving_by_an_interrupt_kills_the_trials_started_since_the_pool_opened(
     killed, release = [], threading.Event()
     monkeypatch.setattr(_pool, "tracked", lambda: {"before"})
 
-    def kill_all_trials(keep: set[str]) -> None:
+    def kill_all(keep: set[str]) -> None:
         killed.append(keep)
         release.set()
 
-    monkeypatch.setattr(_pool, "kill_all_trials", kill_all_trials)
+    monkeypatch.setattr(_pool, "kill_all", kill_all)
     stopping = threading.Event()
 
     with pytest.raises(KeyboardInterrupt):

@@ -176,7 +176,13 @@ def test_a_dead_host_is_a_crash_and_the_next_trial_gets_a_new_host(tmp_path, mod
 
 def test_a_trial_writes_its_phase_where_its_spec_says(runner, model_file, tmp_path):
     path = str(tmp_path / "trial-0.phase")
-    spec = TrialSpec(model_file("tiny"), "cpu", aot().to_dict(), measure=FAST, progress_path=path)
+    spec = TrialSpec(
+        model_path=model_file("tiny"),
+        device="cpu",
+        config=aot().to_dict(),
+        measure=FAST,
+        progress_path=path,
+    )
     result = runner.run(spec)
     assert result.status == "ok", result.error_tail
     assert read_phase(path) == "measuring"  # after "compiling"; the search removes the file
@@ -197,3 +203,67 @@ def test_a_cpu_trial_sees_no_gpu(run, tmp_path):
     )
     result = run(str(model), aot())
     assert result.status == "ok", result.error_tail
+
+
+def _seeing_model(folder, imports: str = "tabnanny"):
+    """A model file that records whether ``imports`` was imported before the file ran, and
+    from where the file got it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model = folder / "model.py"
+    model.write_text(
+        "import json\nimport sys\n"
+        f"SEEN = {imports!r} in sys.modules\n"
+        f"import {imports}\nimport torch\n\n"
+        "def get_model(device):\n"
+        f"    with open({str(folder / 'seen.json')!r}, 'w') as f:\n"
+        f"        json.dump([SEEN, {imports}.__file__], f)\n"
+        "    return torch.nn.Linear(4, 4)\n\n"
+        "def get_inputs(device):\n"
+        "    return (torch.randn(2, 4),)\n"
+    )
+    return model
+
+
+def _seen(folder) -> list:
+    import json
+
+    return json.loads((folder / "seen.json").read_text())
+
+
+def test_the_host_imports_the_models_packages_once_unless_a_model_has_its_own_beside_it(
+    tmp_path,
+):
+    first, second = tmp_path / "first", tmp_path / "second"
+    (second / "tabnanny.py").parent.mkdir(parents=True)
+    (second / "tabnanny.py").write_text("")  # this model's own tabnanny, not the standard one
+    hosts = []
+    with PreloadedHostRunner(log_dir=str(tmp_path)) as warm:
+        for folder in (first, second):
+            spec = TrialSpec(model_path=str(_seeing_model(folder)), device="cpu", config=None,
+                             measure=FAST)  # fmt: skip
+            assert warm.run(spec).status == "ok"
+            hosts.append(warm._host.proc.pid)
+
+    assert _seen(first)[0] is True  # imported by the host, before the forked trial ran the file
+    assert _seen(second) == [False, str(second / "tabnanny.py")]
+    assert hosts[0] != hosts[1]  # a new host, which did not import the standard tabnanny
+
+
+def test_a_model_whose_packages_start_a_thread_gets_a_host_that_did_not_import_them(
+    tmp_path, monkeypatch
+):
+    package = tmp_path / "site" / "threader"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    model = _seeing_model(tmp_path / "model", imports="threader")
+    with PreloadedHostRunner(log_dir=str(tmp_path)) as warm:
+        spec = TrialSpec(model_path=str(model), device="cpu", config=None, measure=FAST)
+        result = warm.run(spec)
+        assert result.status == "ok", result.error_tail
+        assert warm._host.ready == {**warm._host.ready, "preloaded": [], "fork_safe": True}
+
+    assert _seen(tmp_path / "model") == [False, str(package / "__init__.py")]
