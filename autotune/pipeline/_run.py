@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from autotune.decide import Decision, finalist_candidates, finalize_session, study_front
 from autotune.records import TrialRecord
+from autotune.settings import FinishFields
 from autotune.storage import candidates, eager_baseline, grace_s
 from autotune.study import Search
 from autotune.trials import TrialRunner
 
 
-@dataclass(frozen=True)
-class Finish:
+@dataclass(frozen=True, kw_only=True)
+class Finish(FinishFields):
     """How a study's file is written once its search ends.
 
     Attributes:
@@ -28,11 +29,6 @@ class Finish:
             worker's ``--out``.
     """
 
-    out: str
-    remeasure: bool = False
-    for_device: str | None = None
-    save_cache: bool = False
-    save_aot: bool = False
     finalist_runner: TrialRunner | None = None
     last_process: bool = False
 

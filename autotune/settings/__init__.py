@@ -8,6 +8,7 @@ line's parsers, study files, ``tune()``, the stored settings' defaults and the r
 derived from the table. Standard library only.
 """
 
+from autotune.settings._fields import FinishFields, RequestFields, StudyFields, TrialFields
 from autotune.settings._kinds import KINDS, Kind, shown
 from autotune.settings._option import (
     DEFAULT_STORAGE,
@@ -33,7 +34,6 @@ from autotune.settings._resolve import (
     read_values,
     resolve,
 )
-from autotune.settings._study_fields import StudyFields
 from autotune.settings._table import (
     BY_FLAG,
     BY_NAME,
@@ -50,7 +50,7 @@ __all__ = [
     "BY_FLAG", "BY_NAME", "CHANGEABLE", "CLI", "DEFAULT", "DEFAULT_STORAGE", "EFFORTS", "FILE",
     "KINDS", "LABELS", "MEASURE_SECONDS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
     "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "WORKLOADS", "Kind", "Language", "Option",
-    "StudyFields",
+    "FinishFields", "RequestFields", "StudyFields", "TrialFields",
     "RuleError", "SearchOptions", "changeable_options", "kind_of", "pareto_problems",
     "read_values", "resolve", "shown", "storage_url", "thorough_trials",
 ]  # fmt: skip

@@ -1,6 +1,7 @@
-"""The study settings the settings table declares, as typed fields: written by
-``python -m autotune.settings._generate`` from :data:`~autotune.settings.SEARCH_OPTIONS` (each
-row's ``field``, ``annotation`` and default). Do not edit: change the table's row and run it.
+"""The settings the table declares, as the typed fields of the classes that carry
+them down the flow: written by ``python -m autotune.settings._generate`` from
+:data:`~autotune.settings.SEARCH_OPTIONS` (each row's name or ``field``, ``annotation`` and
+default). Do not edit: change the table's row (or the generator's carriers) and run it.
 """
 
 from __future__ import annotations
@@ -103,3 +104,81 @@ class StudyFields:
     # --precision: finalists time past --measure-seconds until their median speedup is known within
     # +-F (95% confidence), for at most 5x as long; 0 turns it off
     finalist_precision: float | None = DEFAULT["precision"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialFields:
+    """The settings a trial process runs with (``autotune.trials.TrialSpec`` is these, the
+    config and how the trial is run)."""
+
+    # model: model file (*.py) defining get_model(device) and get_inputs(device), or a study file
+    # (*.toml) naming one and the study's options (options given here override it)
+    model_path: str
+    # --device: where trials run (default: cuda if available, else cpu)
+    device: str
+    # --workload: infer: eval() under no_grad; train: one training step (forward, loss, backward,
+    # optimizer step); generate: generate() on each request, greedy, the searched config compiling
+    # the decode steps; see docs/model-file.md
+    workload: str = DEFAULT["workload"]
+    # --seed: seeds the sampler, the weights and the inputs
+    seed: int = DEFAULT["seed"]
+    # --cache-dir: kernel cache shared by the study's trials on this machine (default:
+    # $AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study); a folder of autotune's
+    # own: a new or empty one is created and marked, one holding other files is refused
+    cache_dir: str | None = None
+    # --accuracy: the accuracy contract a config that changes numerics on purpose must meet against
+    # eager fp32, e.g. 'cosine>=0.999', 'max_abs<=1e-2,cosine>=0.999', 'rtol=1e-2,atol=1e-3' or
+    # 'accuracy>=0.99' (the model file's accuracy(output, reference)); for --workload generate,
+    # 'top1>=0.99' and 'cosine>=X' on eager's tokens teacher-forced through the config's decode;
+    # for train, 'loss_rel<=X' and 'grad_cosine>=X'. It searches the space's [precision] knobs
+    # (bf16 autocast, matmul precision, bf16 weights, torchao int8 quantization), a backend's bf16
+    # and the [numerics] knobs under it. Without it nothing that changes numerics is searched
+    accuracy: str | None = None
+    # --traffic: a recorded traffic trace, CSV or Parquet: a count column and one column per
+    # argument of the model file's get_request(device, **shape); each shape is a request timed on
+    # its own, ranked by the traffic's weighted mean latency
+    traffic: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestFields:
+    """What a process was told about where it runs and what it trusts, each None (or False)
+    where not told (``autotune.study.SearchRequest`` is these and the study's name,
+    storage and settings)."""
+
+    # model: model file (*.py) defining get_model(device) and get_inputs(device), or a study file
+    # (*.toml) naming one and the study's options (options given here override it)
+    model_path: str | None = None
+    # --device: where trials run (default: cuda if available, else cpu)
+    device: str | None = None
+    # --cache-dir: kernel cache shared by the study's trials on this machine (default:
+    # $AUTOTUNE_CACHE_DIR, else ~/.cache/autotune/STUDY-ID, one per study); a folder of autotune's
+    # own: a new or empty one is created and marked, one holding other files is refused
+    cache_dir: str | None = None
+    # --trust-model-path: run the model file even when its content differs from the one the study
+    # was created with (its SHA-256 is stored with the study)
+    trust_model_path: bool = False
+    # --allow-version-mismatch: join even when this torch or triton differs from the study's (each
+    # trial records the versions it ran with)
+    allow_version_mismatch: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinishFields:
+    """How a search ends once its trials are done: the file it writes and what ships
+    beside it (``autotune.pipeline.Finish`` is these and who runs the finalists)."""
+
+    # --out: best-config file to write
+    out: str = DEFAULT["out"]
+    # --remeasure: measure the finalists again even when a finished round of them is recorded
+    remeasure: bool = False
+    # --for-device: when the study's trials ran on several kinds of hardware: the device name the
+    # file is for (default: this machine's)
+    for_device: str | None = None
+    # --save-cache: after writing the file, ship what skips the cold compile beside it: the compile
+    # cache of its config (NAME.DEVICE.cache.tar.gz) and, where the winner compiles the whole model
+    # as one graph, an AOTInductor package of it (NAME.DEVICE.pt2, checked against eager first; a
+    # note says why not otherwise); autotune.apply loads them
+    save_cache: bool = False
+    # --save-aot: after writing the file, write the AOTInductor package alone (no cache archive)
+    save_aot: bool = False

@@ -61,8 +61,9 @@ class Option:
         stored: The form its setting is stored in where that is not what the option reads
             (``autotune.storage``'s ``STORED_FORMS``: ``axes`` for --pareto's, ``bytes`` for
             --memory-budget's, ...); None: the option's own kind reads the stored value.
-        annotation: The Python type of the study setting it sets (``"int"``,
-            ``"float | None"``), for :class:`~autotune.settings.StudyFields`, which is written
+        annotation: The Python type of its value (``"int"``, ``"float | None"``) in the
+            classes that carry it (:class:`~autotune.settings.StudyFields`, ``TrialFields``,
+            ``RequestFields``, ``FinishFields``), which are written
             from the table (``python -m autotune.settings._generate``). A type without None
             and an option without a default: every study's settings hold it.
     """

@@ -25,6 +25,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--cache-dir",
+        annotation="str | None",
         metavar="DIR",
         help=(
             "kernel cache shared by the study's trials on this machine (default: "
@@ -44,6 +45,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--allow-version-mismatch",
+        annotation="bool",
         action="store_true",
         help=(
             "join even when this torch or triton differs from the study's (each trial records"
@@ -52,6 +54,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--trust-model-path",
+        annotation="bool",
         action="store_true",
         help=(
             "run the model file even when its content differs from the one the study was "
@@ -72,6 +75,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--for-device",
+        annotation="str | None",
         metavar="NAME",
         help=(
             "when the study's trials ran on several kinds of hardware: the device name the "

@@ -182,6 +182,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--save-cache",
+        annotation="bool",
         action="store_true",
         help=(
             "after writing the file, ship what skips the cold compile beside it: the compile "
@@ -193,11 +194,13 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--save-aot",
+        annotation="bool",
         action="store_true",
         help=("after writing the file, write the AOTInductor package alone (no cache archive)"),
     ),
     Option(
         "--remeasure",
+        annotation="bool",
         in_files=False,
         action="store_true",
         help=("measure the finalists again even when a finished round of them is recorded"),
@@ -229,6 +232,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--out",
+        annotation="str",
         default="best_config.json",
         metavar="PATH",
         help=("best-config file to write"),

@@ -20,7 +20,7 @@ from autotune._deadline import Deadline
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.scoring import DIRECTIONS, Objective
-from autotune.settings import DEFAULT
+from autotune.settings import DEFAULT, RequestFields
 from autotune.settings.rules import size
 from autotune.space import SearchSpace, space_from_dict
 from autotune.storage import (
@@ -70,8 +70,8 @@ class StudyNotFound(UsageError):
         )
 
 
-@dataclass
-class SearchRequest:
+@dataclass(frozen=True)
+class SearchRequest(RequestFields):
     """One process's part in a study: where the study is, what it asks, where it runs.
 
     Attributes:
@@ -100,11 +100,6 @@ class SearchRequest:
     settings: StudySettings | None
     given: frozenset[str] | None = None
     deadline: Deadline = field(default_factory=Deadline)
-    cache_dir: str | None = None
-    device: str | None = None
-    model_path: str | None = None
-    trust_model_path: bool = False
-    allow_version_mismatch: bool = False
     allow_unsafe_knobs: tuple[str, ...] = ()
     cache_limit_bytes: int = size(DEFAULT["cache_limit"])
     start_from: StartFrom | None = None

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.settings import DEFAULT, MEASURE_SECONDS
+from autotune.settings import DEFAULT, MEASURE_SECONDS, TrialFields
 
 FAILURE_KINDS = (
     "compile_error",  # torch.compile or the first compiled call raised
@@ -66,25 +66,19 @@ class MeasureSettings:
         )
 
 
-@dataclass(frozen=True)
-class TrialSpec:
-    """Everything a trial process needs; independent of who asked for the trial."""
+@dataclass(frozen=True, kw_only=True)
+class TrialSpec(TrialFields):
+    """Everything a trial process needs; independent of who asked for the trial: the study's
+    settings a trial runs with (:class:`~autotune.settings.TrialFields`: the model file, the
+    device, the workload, the seed, the kernel cache, the accuracy contract a config that
+    changes numerics is held to instead of the 10x looser gate, the traffic's shapes), and these.
+    """
 
-    model_path: str
-    device: str
     config: dict[str, Any] | None  # CompileConfig.to_dict(); None measures eager against itself
-    workload: str = DEFAULT["workload"]
-    seed: int = DEFAULT["seed"]
     time_limit_s: float = DEFAULT["compile_budget"]
     measure: MeasureSettings = field(default_factory=MeasureSettings)
-    cache_dir: str | None = None
     relaxed_numerics: bool = False  # the config changes numerics on purpose: looser gate
-    # The study's accuracy contract (autotune.measure._contract): a config that changes numerics
-    # is held to it instead of the 10x looser gate; every trial records its metrics.
-    accuracy: str | None = None
     batch_size: int | None = None  # get_inputs(device, batch_size); None: get_inputs(device)
-    # A recorded traffic's shapes and weights (--traffic): the calls are get_request's for them
-    traffic: list[dict[str, Any]] | None = None
     progress_path: str | None = None  # where the trial writes its phase for a live display
     # Code identities already measured in the study, to the trial that measured them: a trial
     # that generates one of them is not timed (see autotune.trials._code).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import optuna
 import pytest
 import torch
@@ -121,8 +123,8 @@ def test_a_duplicate_does_not_count_and_the_next_proposal_is_random(request_for,
         "autotune.study._search._sampler", lambda name, seed, trials: StuckSampler()
     )
     runner = TableRunner()
-    request = request_for(trials=3)
-    request.deadline = Deadline.after(120)  # without exploring, the loop would spin to here
+    # without exploring, the loop would spin to the deadline
+    request = dataclasses.replace(request_for(trials=3), deadline=Deadline.after(120))
     search = Search(request, runner)
     records = search.run()
     assert search.ended is Ended.BUDGET_MET
