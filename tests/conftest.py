@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,18 @@ def _isolated_kernel_cache(tmp_path_factory, monkeypatch):
     """Every test runs in the suite's home (see homes.shared); a test that stands for a fresh
     user home calls homes.fresh, and a test about the cache itself names a folder of its own."""
     homes.shared(monkeypatch, tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(autouse=True)
+def _subnormals_kept() -> Iterator[None]:
+    """A test that loads a fast-math kernel in this process (cpp.enable_unsafe_math_opt_flag:
+    crtfastmath sets flush-to-zero when it loads, see runtime/knobs.FAST_MATH_LINE) hands the
+    next test of this worker its floats as it found them: Hypothesis refuses to run where
+    subnormals are flushed."""
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_flush_denormal(False)
 
 
 @pytest.fixture

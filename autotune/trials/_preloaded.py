@@ -81,7 +81,7 @@ class _Host:
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
-        _process.wait(self.proc, 5)  # its trial's group goes first (the host's own rule)
+        _process.wait(self.proc, 5)  # the end of its input ends it; stop kills what is left
         _process.stop(self.proc)
 
 
