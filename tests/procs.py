@@ -6,14 +6,24 @@ import os
 import time
 from collections.abc import Callable
 
+# Every process a test of this run starts inherits this mark (its environment), so that the
+# sweeps below find only this test process's leftovers: never those of another run of the
+# suite on the machine, nor of another pytest-xdist worker's tests.
+RUN_MARK = f"AUTOTUNE_TEST_PROCESS={os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}"
+os.environ[RUN_MARK.partition("=")[0]] = RUN_MARK.partition("=")[2]
+
 
 def procs_with(marker: bytes) -> list[int]:
-    """Pids of live processes whose command line contains ``marker``."""
+    """Pids of live processes this test process started (they carry :data:`RUN_MARK`), however
+    far down, whose command line contains ``marker``."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker in f.read():
+                if marker not in f.read():
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if RUN_MARK.encode() in f.read().split(b"\0"):
                     found.append(int(pid))
         except OSError:
             continue
