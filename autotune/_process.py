@@ -109,12 +109,18 @@ def stop(proc: subprocess.Popen[Any]) -> int:
 
 
 def run(
-    argv: Sequence[str], *, env: Mapping[str, str], output: IO[Any], timeout_s: float
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    output: IO[Any],
+    timeout_s: float,
+    errors: Output = subprocess.STDOUT,
 ) -> int | None:
-    """Runs ``argv`` to its end (:func:`start`, :func:`wait`, :func:`stop`), its stdout and
-    stderr to ``output``: its exit code, or None when it outlived ``timeout_s`` and was killed.
-    An exception here (KeyboardInterrupt, the CLI's SIGTERM) kills it too."""
-    proc = start(argv, env=env, stdout=output)
+    """Runs ``argv`` to its end (:func:`start`, :func:`wait`, :func:`stop`), its stdout to
+    ``output`` and its stderr to ``errors`` (default: ``output`` too): its exit code, or None
+    when it outlived ``timeout_s`` and was killed. An exception here (KeyboardInterrupt, the
+    CLI's SIGTERM) kills it too."""
+    proc = start(argv, env=env, stdout=output, stderr=errors)
     try:
         exited = wait(proc, timeout_s)
     finally:
@@ -132,13 +138,10 @@ def run_captured(
         subprocess.TimeoutExpired: It ran past ``timeout_s`` (its group is dead by then).
     """
     with _output_file() as out, _output_file() as err:
-        proc = start(argv, env=dict(env, **_scratch.run_root_env()), stdout=out, stderr=err)
-        try:
-            exited = wait(proc, timeout_s)
-        finally:
-            code = stop(proc)
+        env = dict(env, **_scratch.run_root_env())
+        code = run(argv, env=env, output=out, errors=err, timeout_s=timeout_s)
         stdout, stderr = _read(out), _read(err)
-    if not exited:
+    if code is None:
         raise subprocess.TimeoutExpired(list(argv), timeout_s, stdout, stderr)
     return subprocess.CompletedProcess(list(argv), code, stdout, stderr)
 

@@ -22,31 +22,25 @@ def installed_imports(path: str | Path) -> list[tuple[str, tuple[str, ...]]]:
         tree = ast.parse(file.read_bytes())
     except (OSError, SyntaxError, ValueError):
         return []
+    read_off = _read_off(tree)
     found: list[tuple[str, tuple[str, ...]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [(a.name, _read_off(tree, a.asname or a.name)) for a in node.names]
+            found += [(a.name, read_off.get(a.asname or a.name, ())) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names = tuple(alias.name for alias in node.names if alias.name != "*")
             found.append((node.module, names))
     return [(m, names) for m, names in found if not found_beside(file, m)]
 
 
-def _read_off(tree: ast.Module, bound: str) -> tuple[str, ...]:
-    """The attributes the file reads off the name ``bound`` (``transformers.BertModel``)."""
-    if "." in bound:
-        return ()
-    return tuple(
-        sorted(
-            {
-                node.attr
-                for node in ast.walk(tree)
-                if isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == bound
-            }
-        )
-    )
+def _read_off(tree: ast.Module) -> dict[str, tuple[str, ...]]:
+    """The attributes the file reads off each plain name (``transformers.BertModel``), in one
+    walk of its tree; a dotted import's name (``import a.b``) is never a key."""
+    attributes: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            attributes.setdefault(node.value.id, set()).add(node.attr)
+    return {name: tuple(sorted(attrs)) for name, attrs in attributes.items()}
 
 
 def found_beside(path: str | Path, module: str) -> bool:
