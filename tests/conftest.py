@@ -48,6 +48,18 @@ def _subnormals_kept() -> Iterator[None]:
         torch.set_flush_denormal(False)
 
 
+@pytest.fixture(autouse=True)
+def _signal_stack_kept() -> Iterator[None]:
+    """A test that runs OpenVINO's backend in this process through torch.compile itself (not
+    autotune's runtime, which keeps it) hands the next test of this worker the thread's signal
+    stack as it found it: OpenVINO can leave it on freed memory, and the next signal handled
+    there (a test's SIGALRM) ended the worker with SIGSEGV."""
+    from autotune.runtime.openvino_backend import signal_stack_kept
+
+    with signal_stack_kept():
+        yield
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A storage URL to an empty PostgreSQL schema of its own (see tests/postgres.py)."""

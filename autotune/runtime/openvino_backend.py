@@ -21,6 +21,15 @@ backend's ``config`` sub-dict, lower-case keys are options of the backend itself
 
     {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32", "model_caching": True}
 
+OpenVINO's CPU plugin gives the calling thread an alternate signal stack of its own for the
+plugin and for each compiled model (``ov::intel_cpu::SigAltStackSetup``, openvino 2025-2026),
+and puts back the one it found when that object is destroyed. Destroyed out of order (a model
+freed, ``torch._dynamo.reset()``, :func:`reset`), the thread is left on a stack that was unmapped,
+and the next Python signal handler run there (Ctrl-C, a server's SIGTERM: CPython installs
+every handler with ``SA_ONSTACK``) ends the process with SIGSEGV instead. Every call of a region
+autotune compiles for this backend runs in :func:`signal_stack_kept`, so each object OpenVINO
+creates finds, and puts back, the thread's own stack.
+
 Nothing a config sets names a file or a program: the only path, ``cache_dir``, is autotune's.
 Importing this module registers nothing (openvino's own entry point makes ``"openvino"`` a
 backend name once the package is installed).
@@ -28,16 +37,18 @@ backend name once the package is installed).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import difflib
 import importlib.metadata
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "BACKEND_MODULE", "EXECUTE_MODULE", "OPTIONS", "OptionSpec", "compile_options",
-    "option_problems", "reset", "version",
+    "option_problems", "reset", "signal_stack_kept", "version",
 ]  # fmt: skip
 
 BACKEND_MODULE = "openvino.frontend.pytorch.torchdynamo.backend"
@@ -246,3 +257,42 @@ def reset() -> None:
             cache = getattr(execute, name, None)
             if isinstance(cache, dict):
                 cache.clear()
+
+
+class _Stack(ctypes.Structure):
+    """``stack_t`` of ``sigaltstack(2)``."""
+
+    _fields_ = [
+        ("ss_sp", ctypes.c_void_p), ("ss_flags", ctypes.c_int), ("ss_size", ctypes.c_size_t)
+    ]  # fmt: skip
+
+
+def _load_sigaltstack() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):  # the plugin's setup is Linux-only
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).sigaltstack
+    except (OSError, AttributeError):
+        return None
+
+
+_sigaltstack = _load_sigaltstack()
+
+
+@contextlib.contextmanager
+def signal_stack_kept() -> Iterator[None]:
+    """The calling thread's alternate signal stack, after the block, as it was before it
+    (see the module's note on OpenVINO's CPU plugin). Two system calls; a no-op off Linux."""
+    if _sigaltstack is None:
+        yield
+        return
+    before = _Stack()
+    if _sigaltstack(None, ctypes.byref(before)) != 0:
+        yield
+        return
+    try:
+        yield
+    finally:
+        # Fails only where the kernel refuses the old stack now (too small once AMX state is
+        # enabled): the thread then keeps the one OpenVINO set, as without this.
+        _sigaltstack(ctypes.byref(before), None)

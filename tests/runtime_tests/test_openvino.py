@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -290,3 +294,68 @@ def test_model_caching_writes_into_cache_dir(tmp_path, monkeypatch) -> None:
         assert graph.fate == "openvino" and report.share == 1.0
     torch.testing.assert_close(y2, y, atol=5e-2, rtol=5e-2)
     assert list(cwd.iterdir()) == []
+
+
+# --- the thread's signal stack ---------------------------------------------------------------
+
+
+def _signal_stack() -> tuple[int, int, int]:
+    stack = ov._Stack()
+    assert ctypes.CDLL(None, use_errno=True).sigaltstack(None, ctypes.byref(stack)) == 0
+    return stack.ss_sp or 0, stack.ss_flags, stack.ss_size
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sigaltstack is read on Linux")
+def test_a_region_applied_for_openvino_leaves_the_threads_signal_stack_as_it_found_it() -> None:
+    import autotune
+    from autotune.runtime import CompileConfig
+
+    before = _signal_stack()
+    model = autotune.apply(MLP().eval(), CompileConfig(backend="openvino"), cache=False)
+    with torch.no_grad():
+        model(torch.randn(2, 8))
+    assert _signal_stack() == before
+
+    # What it is kept from: openvino's CPU plugin moves the thread to a stack of its own for
+    # each model it compiles (the conftest fixture puts it back after this test). If this
+    # fails, openvino no longer does, and signal_stack_kept can go.
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(MLP().eval(), backend="openvino")(torch.randn(2, 8))
+    assert _signal_stack() != before, "openvino left the thread's signal stack alone"
+
+
+CTRL_C_AFTER_FREEING = """
+import gc, os, signal, time, torch
+import autotune
+from autotune.runtime import openvino_backend as ov
+from autotune.runtime.config import CompileConfig
+from torch import nn
+
+def mlp():
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).eval()
+
+with torch.no_grad():
+    for _ in range(2):  # two models compiled, each freed after the next was made
+        autotune.apply(mlp(), CompileConfig(backend="openvino"), cache=False)(torch.randn(2, 8))
+        torch._dynamo.reset()
+ov.reset()
+gc.collect()
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+except KeyboardInterrupt:
+    print("interrupted cleanly")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="OpenVINO's setup is Linux-only")
+def test_ctrl_c_after_openvino_models_are_freed_is_a_keyboard_interrupt(tmp_path) -> None:
+    # Without signal_stack_kept this process ended with SIGSEGV (openvino 2026.4, torch 2.13,
+    # 2-core EPYC): the second model's destructor put back the first's stack, already freed.
+    done = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", CTRL_C_AFTER_FREEING],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "interrupted cleanly" in done.stdout
