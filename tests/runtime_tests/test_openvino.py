@@ -341,6 +341,9 @@ with torch.no_grad():
         torch._dynamo.reset()
 ov.reset()
 gc.collect()
+# Ctrl-C as Python's own handler takes it (a pytest-xdist worker starts its children with SIGINT
+# ignored, which Python then leaves alone).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(5)
