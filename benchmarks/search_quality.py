@@ -45,6 +45,8 @@ from typing import Any
 
 import optuna
 
+from autotune.measure import MEASURE_SECONDS  # autotune search's default --measure-seconds
+
 # tpe-liar: TPE with constant_liar and the duplicate explorer (autotune before this benchmark);
 # tpe-multivariate: the same, multivariate with group=True and a random start of a quarter of
 # the budget (autotune's default since). "+presets": the space's presets are measured first.
@@ -295,7 +297,6 @@ SEARCHES = {
     ),
 }
 NOW = "main now"
-MEASURE_SECONDS = 2.0  # autotune search's default --measure-seconds
 
 # As autotune's finalists: the best observed configs are re-measured in fresh processes, timed
 # until the median is known within +-2% (about ten times the rounds: a third of the noise).

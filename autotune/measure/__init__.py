@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         training_errors,
         workload_problems,
     )
+    from autotune.measure._settings import MEASURE_SECONDS, MeasureSettings
     from autotune.measure._stats import Stats, pooled, widened
     from autotune.measure._traffic import (
         PERCENTILES,
@@ -47,6 +48,7 @@ _NAMES = {
     "TOLERANCES": "accuracy", "AccuracyReport": "accuracy", "clone_outputs": "accuracy",
     "compare_outputs": "accuracy", "tolerance_for": "accuracy",
     "peak_memory_bytes": "memory", "reset_peak_memory": "memory",
+    "MEASURE_SECONDS": "_settings", "MeasureSettings": "_settings",
     "Stats": "_stats", "pooled": "_stats", "widened": "_stats", "Timing": "timing",
     "interleaved_timing": "timing",
     "time_first_call": "timing", "PERCENTILES": "_traffic", "RequestTiming": "_traffic",
@@ -54,8 +56,9 @@ _NAMES = {
 }  # fmt: skip
 
 __all__ = [
-    "INFERENCE_METRICS", "PERCENTILES", "TOLERANCES", "TRAINING_METRICS", "AccuracyReport",
-    "Contract", "ContractError", "RequestTiming", "Stats", "Timing", "Verdict", "clone_outputs",
+    "INFERENCE_METRICS", "MEASURE_SECONDS", "PERCENTILES", "TOLERANCES", "TRAINING_METRICS",
+    "AccuracyReport", "Contract", "ContractError", "MeasureSettings", "RequestTiming", "Stats",
+    "Timing", "Verdict", "clone_outputs",
     "compare_outputs", "interleaved_timing", "parse_contract", "peak_memory_bytes", "pooled",
     "report_errors", "reset_peak_memory", "time_first_call", "tolerance_for", "traffic_summary",
     "training_errors", "weighted_quantile", "widened", "workload_problems",

@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 import torch
 
 from autotune.measure._device import resolve, synchronize
+from autotune.measure._settings import MeasureSettings
 from autotune.measure._stats import Stats, median_ci, quantile
 from autotune.measure._traffic import RequestTiming, WeightedTimer
 
@@ -79,18 +80,6 @@ class Timing:
     requests: tuple[RequestTiming, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Plan:
-    min_rounds: int
-    max_rounds: int
-    target_seconds: float
-    deadline: float | None
-    precision: float | None = None
-    max_seconds: float | None = None
-    stop_below: float | None = None
-    screen_seconds: float | None = None
-
-
 class _Timer(Protocol):
     def sample(self, fn: Fn, calls: int) -> float: ...
 
@@ -130,16 +119,9 @@ def interleaved_timing(
     eager_fn: Callable[..., object],
     compiled_fn: Callable[..., object],
     device: str | torch.device,
+    settings: MeasureSettings = MeasureSettings(),  # noqa: B008 (frozen: one value, shared)
     *,
-    warmup: int = 3,
-    min_rounds: int = 10,
-    max_rounds: int = 200,
-    target_seconds: float = 2.0,
     deadline: float | None = None,
-    precision: float | None = None,
-    max_seconds: float | None = None,
-    stop_below: float | None = None,
-    screen_seconds: float | None = None,
     requests: Sequence[tuple[Any, float]] | None = None,
 ) -> Timing:
     """Time ``eager_fn`` against ``compiled_fn`` in interleaved rounds.
@@ -179,18 +161,9 @@ def interleaved_timing(
         eager_fn: The baseline; takes no arguments (wrap one sweep over the inputs).
         compiled_fn: The candidate, called the same way.
         device: ``"cpu"`` or ``"cuda[:N]"``: where the functions run.
-        warmup: Untimed calls of each function first.
-        min_rounds: Rounds to run before ``target_seconds`` may end the timing.
-        max_rounds: Rounds at most.
-        target_seconds: Wall time to spend on rounds (warm-up and calibration not counted).
+        settings: How the rounds run and when they stop (:class:`MeasureSettings`; the
+            names above are its fields).
         deadline: A ``time.monotonic()`` value that timing must end before, or None.
-        precision: The relative half-width of the median ratio's 95% confidence interval to
-            time on for, or None to stop at ``target_seconds``.
-        max_seconds: With ``precision``, wall time on rounds at most (default: 5 times
-            ``target_seconds``).
-        stop_below: A median ratio that, once known to be out of reach, ends the rounds.
-        screen_seconds: With ``stop_below``, the first stage's seconds of rounds: a median
-            below ``stop_below`` at its end ends the rounds.
         requests: A traffic mix, ``(request, weight)`` pairs, or None for functions of no
             arguments.
 
@@ -200,11 +173,9 @@ def interleaved_timing(
     Raises:
         TimeoutError: The deadline passed before one round could be timed.
     """
-    plan = _Plan(
-        min_rounds, max_rounds, target_seconds, deadline, precision, max_seconds, stop_below,
-        screen_seconds,
-    )  # fmt: skip
-    _check_plan(plan, warmup)
+    problems = settings.problems()
+    if problems:
+        raise ValueError(" ".join(problems))
     resolved = resolve(device)
     timer: _Timer = _CudaTimer(resolved) if resolved.type == "cuda" else _CpuTimer()
     fns: tuple[Fn, Fn] = (eager_fn, compiled_fn)
@@ -212,13 +183,13 @@ def interleaved_timing(
     if requests is not None:
         timer = weighted = WeightedTimer(timer, requests)
         fns = weighted.sweeps(eager_fn, compiled_fn)
-    _warm_up(fns, warmup, resolved, deadline)
+    _warm_up(fns, settings.warmup, resolved, deadline)
     with _gc_paused():
         min_sample = _MIN_SAMPLE_SECONDS[resolved.type]
         calls, round_estimate = _calibrate(timer, fns, min_sample, deadline)
         if weighted is not None:
             weighted.recording = True
-        pairs, stopped = _run_rounds(timer, fns, calls, plan, round_estimate)
+        pairs, stopped = _run_rounds(timer, fns, calls, settings, deadline, round_estimate)
     ratios = [eager / compiled for eager, compiled in pairs]
     return Timing(
         compiled=Stats.from_samples([compiled / calls for _, compiled in pairs]),
@@ -244,27 +215,6 @@ def time_first_call(fn: Callable[[], T], device: str | torch.device) -> tuple[T,
     output = fn()
     synchronize(resolved)
     return output, time.perf_counter() - start
-
-
-def _check_plan(plan: _Plan, warmup: int) -> None:
-    if warmup < 0:
-        raise ValueError(f"`warmup >= 0` must hold, but got warmup={warmup}.")
-    if not 1 <= plan.min_rounds <= plan.max_rounds:
-        raise ValueError(
-            "`1 <= min_rounds <= max_rounds` must hold, but got "
-            f"(min_rounds={plan.min_rounds}, max_rounds={plan.max_rounds}); raise max_rounds."
-        )
-    if plan.target_seconds < 0:
-        raise ValueError(f"`target_seconds >= 0` must hold, but got {plan.target_seconds}.")
-    if plan.precision is not None and not 0 < plan.precision < 1:
-        raise ValueError(f"`0 < precision < 1` must hold, but got precision={plan.precision}.")
-    if plan.screen_seconds is not None and plan.screen_seconds < 0:
-        raise ValueError(f"`screen_seconds >= 0` must hold, but got {plan.screen_seconds}.")
-    if plan.max_seconds is not None and plan.max_seconds < plan.target_seconds:
-        raise ValueError(
-            "`max_seconds >= target_seconds` must hold, but got "
-            f"(max_seconds={plan.max_seconds}, target_seconds={plan.target_seconds})."
-        )
 
 
 def _check_deadline(deadline: float | None, phase: str) -> None:
@@ -326,7 +276,12 @@ def _short_sample(timer: _Timer, fn: Fn, calls: int, min_sample: float) -> float
 
 
 def _run_rounds(
-    timer: _Timer, fns: tuple[Fn, Fn], calls: int, plan: _Plan, round_estimate: float
+    timer: _Timer,
+    fns: tuple[Fn, Fn],
+    calls: int,
+    plan: MeasureSettings,
+    deadline: float | None,
+    round_estimate: float,
 ) -> tuple[list[tuple[float, float]], bool]:
     """Return (eager, compiled) seconds per sample, one pair per round, and whether the rounds
     stopped early at ``plan.stop_below``."""
@@ -339,7 +294,7 @@ def _run_rounds(
         if len(pairs) >= plan.min_rounds and now - started >= plan.target_seconds:
             if _precise_enough(plan, ratios, now - started):
                 break
-        if plan.deadline is not None and now + _DEADLINE_MARGIN * round_estimate > plan.deadline:
+        if deadline is not None and now + _DEADLINE_MARGIN * round_estimate > deadline:
             if not pairs:
                 raise _deadline_error(f"one round (~{round_estimate:.3g} s) would end past it")
             break
@@ -356,13 +311,13 @@ def _run_rounds(
     return pairs, False
 
 
-def _first_stage_done(plan: _Plan, ordered_ratios: list[float], spent: float) -> bool:
+def _first_stage_done(plan: MeasureSettings, ordered_ratios: list[float], spent: float) -> bool:
     """Whether successive halving's first stage (``plan.screen_seconds``) is over."""
     enough = len(ordered_ratios) >= max(plan.min_rounds, _MIN_ROUNDS_FOR_CI)
     return enough and spent >= (plan.screen_seconds or 0.0)
 
 
-def _out_of_reach(plan: _Plan, ordered_ratios: list[float]) -> bool:
+def _out_of_reach(plan: MeasureSettings, ordered_ratios: list[float]) -> bool:
     """Whether the median ratio is known (95%) to be below ``plan.stop_below``."""
     if plan.stop_below is None:
         return False
@@ -371,7 +326,7 @@ def _out_of_reach(plan: _Plan, ordered_ratios: list[float]) -> bool:
     return median_ci(ordered_ratios)[1] < plan.stop_below
 
 
-def _precise_enough(plan: _Plan, ordered_ratios: list[float], spent: float) -> bool:
+def _precise_enough(plan: MeasureSettings, ordered_ratios: list[float], spent: float) -> bool:
     """Whether rounds may stop now that ``target_seconds`` are spent."""
     if plan.precision is None:
         return True

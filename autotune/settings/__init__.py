@@ -13,7 +13,6 @@ from autotune.settings._kinds import KINDS, Kind, shown
 from autotune.settings._option import (
     DEFAULT_STORAGE,
     EFFORTS,
-    MEASURE_SECONDS,
     OBJECTIVES,
     STORAGE_ENV,
     THOROUGH_TRIALS,
@@ -48,7 +47,7 @@ from autotune.settings.rules import RuleError
 
 __all__ = [
     "BY_FLAG", "BY_NAME", "CHANGEABLE", "CLI", "DEFAULT", "DEFAULT_STORAGE", "EFFORTS", "FILE",
-    "KINDS", "LABELS", "MEASURE_SECONDS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
+    "KINDS", "LABELS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
     "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "WORKLOADS", "Kind", "Language", "Option",
     "FinishFields", "RequestFields", "StudyFields", "TrialFields",
     "RuleError", "SearchOptions", "changeable_options", "kind_of", "pareto_problems",

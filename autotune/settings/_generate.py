@@ -20,7 +20,7 @@ from autotune.settings._table import SEARCH_OPTIONS
 
 TARGET = Path(__file__).with_name("_fields.py")
 # Settings stored in a form no annotation in this layer can name (--measure-seconds: the
-# trial's timing, autotune.trials.MeasureSettings): StudySettings and TrialSpec declare them.
+# trial's timing, autotune.measure.MeasureSettings): StudySettings and TrialSpec declare them.
 BY_HAND = ("object",)
 
 

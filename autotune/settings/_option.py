@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+# The timing of each trial (MeasureSettings.target_seconds, --measure-seconds), declared with it.
+
 STORAGE_ENV = "AUTOTUNE_STORAGE"
 DEFAULT_STORAGE = "sqlite:///autotune.db"
 # The values of the options that take one of a few (what --help lists and every caller checks).
@@ -24,9 +26,6 @@ def storage_url(given: str | None) -> str:
     SQLite file in this folder."""
     return given or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
 
-
-# The timing of each trial (MeasureSettings.target_seconds, --measure-seconds).
-MEASURE_SECONDS = 2.0
 
 # What --effort sets, unless given explicitly: (space or None for the device's, trials or None
 # for sized from the space, compile budget in seconds, finalists).

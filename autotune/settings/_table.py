@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from autotune.measure import MEASURE_SECONDS
 from autotune.settings._option import (
     DEFAULT_STORAGE,
     EFFORTS,
-    MEASURE_SECONDS,
     OBJECTIVES,
     PRESET_FINALISTS,
     SAMPLERS,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotune.measure import MeasureSettings
 from autotune.trials._cores import split_cores, usable_cores
 from autotune.trials._phase import read_phase
 from autotune.trials._pool import RunnerPool
@@ -15,7 +16,6 @@ from autotune.trials._runner import (
 from autotune.trials._spec import (
     DEFAULT_PRECISION,
     FAILURE_KINDS,
-    MeasureSettings,
     TrialFigures,
     TrialResult,
     TrialSpec,

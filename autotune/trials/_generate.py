@@ -274,11 +274,13 @@ def first_token(
     eager_fn = partial(_eager_sweep, work, first)
     compiled_fn = partial(_sweep, work, first) if compiled else eager_fn
     try:
-        t = measure.interleaved_timing(
-            eager_fn, compiled_fn, spec.device, warmup=1, min_rounds=3,
-            max_rounds=spec.measure.max_rounds, target_seconds=spec.measure.target_seconds / 2,
-            deadline=deadline,
+        first_token = measure.MeasureSettings(
+            warmup=1, min_rounds=3, max_rounds=spec.measure.max_rounds,
+            target_seconds=spec.measure.target_seconds / 2,
         )  # fmt: skip
+        t = measure.interleaved_timing(
+            eager_fn, compiled_fn, spec.device, first_token, deadline=deadline
+        )
     except TimeoutError:
         return None
     firsts = sum(int(ids.shape[0]) for ids in work.reference)  # one first token a sequence

@@ -65,12 +65,15 @@ def per_shape(
     """Latency of each input of a shape distribution (a call, or a training step on it),
     paired with eager like the sweep."""
     shapes = []
+    each = measure.MeasureSettings(
+        warmup=1, min_rounds=5, max_rounds=spec.measure.max_rounds,
+        target_seconds=spec.measure.target_seconds / len(calls),
+    )  # fmt: skip
     for call, described in zip(calls, describe_calls(calls), strict=True):
         try:
             t = measure.interleaved_timing(
-                partial(eager_one, call), partial(compiled_one, call), spec.device,
-                warmup=1, min_rounds=5, max_rounds=spec.measure.max_rounds,
-                target_seconds=spec.measure.target_seconds / len(calls), deadline=deadline,
+                partial(eager_one, call), partial(compiled_one, call), spec.device, each,
+                deadline=deadline,
             )  # fmt: skip
         except TimeoutError:
             break  # the budget is spent: the sweep's figures stand, this detail does not

@@ -430,24 +430,11 @@ def _time(
     """Interleaved timing (of a traffic mix's ``requests``, each with its weight, when given:
     the functions then take one call); then the measurements taken after it (peak memory,
     Dynamo facts)."""
-    s = spec.measure
     write_phase(spec.progress_path, "measuring")
     started = time.perf_counter()
     try:
         timing = measure.interleaved_timing(
-            eager_fn,
-            compiled_fn,
-            spec.device,
-            warmup=s.warmup,
-            min_rounds=s.min_rounds,
-            max_rounds=s.max_rounds,
-            target_seconds=s.target_seconds,
-            deadline=deadline,
-            precision=s.precision,
-            max_seconds=s.max_seconds,
-            stop_below=s.stop_below,
-            screen_seconds=s.screen_seconds,
-            requests=requests,
+            eager_fn, compiled_fn, spec.device, spec.measure, deadline=deadline, requests=requests
         )
     except Exception as exc:
         raise classify(exc, None) from exc

@@ -6,7 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.settings import DEFAULT, MEASURE_SECONDS, TrialFields
+from autotune.measure import MeasureSettings
+from autotune.settings import DEFAULT, TrialFields
 
 FAILURE_KINDS = (
     "compile_error",  # torch.compile or the first compiled call raised
@@ -31,39 +32,6 @@ FAILURE_KINDS = (
 
 # Finalists and verify time until the median speedup is known within +-2% (95% confidence).
 DEFAULT_PRECISION = DEFAULT["precision"]
-# A round is two samples, at least 4 ms on a CPU and 2 ms on CUDA: 10 s of them fit.
-_PRECISE_MAX_ROUNDS = 5000
-
-
-@dataclass(frozen=True)
-class MeasureSettings:
-    """How a trial times its calls (see autotune.measure.interleaved_timing)."""
-
-    warmup: int = 3
-    min_rounds: int = 10
-    max_rounds: int = 200
-    target_seconds: float = MEASURE_SECONDS
-    precision: float | None = None  # time on until the median speedup is known within +-this
-    max_seconds: float | None = None  # with precision: rounds stop here at the latest
-    # Stop timing early once the median speedup is known (95%) to be below this: the trial is
-    # clearly slower than the best so far (see autotune.study._prune). None: never.
-    stop_below: float | None = None
-    # With stop_below: successive halving's first stage, in seconds of rounds; a median below
-    # stop_below at its end stops the timing there (the trial is not within reach of the best).
-    screen_seconds: float | None = None
-
-    def precise(self, precision: float | None) -> MeasureSettings:
-        """These settings, timing on past ``target_seconds`` until the 95% confidence interval
-        of the median speedup is within ``+-precision`` (relative), for at most five times as
-        long: how finalists and ``autotune verify`` time. ``None``: these settings as they are."""
-        if precision is None:
-            return self
-        return dataclasses.replace(
-            self,
-            precision=precision,
-            max_seconds=5 * self.target_seconds,
-            max_rounds=max(self.max_rounds, _PRECISE_MAX_ROUNDS),
-        )
 
 
 @dataclass(frozen=True, kw_only=True)

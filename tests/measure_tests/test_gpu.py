@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from autotune.measure import (
+    MeasureSettings,
     clone_outputs,
     compare_outputs,
     interleaved_timing,
@@ -38,7 +39,7 @@ def _spin(times: int) -> Callable[[], None]:
 
 
 def test_cuda_three_times_the_device_work_measures_three_times_longer() -> None:
-    timing = interleaved_timing(_spin(3), _spin(1), "cuda", target_seconds=0.5)
+    timing = interleaved_timing(_spin(3), _spin(1), "cuda", MeasureSettings(target_seconds=0.5))
     assert 10 <= timing.rounds <= 200
     assert timing.calls_per_sample * timing.compiled.median >= 1e-3
     assert timing.ratio.median == pytest.approx(3.0, rel=0.1)
@@ -46,12 +47,14 @@ def test_cuda_three_times_the_device_work_measures_three_times_longer() -> None:
 
 def test_cuda_the_same_device_work_twice_measures_a_ratio_of_one() -> None:
     fn = _spin(1)
-    timing = interleaved_timing(fn, fn, "cuda:0", target_seconds=0.5)
+    timing = interleaved_timing(fn, fn, "cuda:0", MeasureSettings(target_seconds=0.5))
     assert timing.ratio.median == pytest.approx(1.0, rel=0.05)
 
 
 def test_cuda_events_time_queued_work_not_the_launch() -> None:
-    timing = interleaved_timing(_spin(10), _spin(10), "cuda", min_rounds=3, max_rounds=3)
+    timing = interleaved_timing(
+        _spin(10), _spin(10), "cuda", MeasureSettings(min_rounds=3, max_rounds=3)
+    )
     # 2e7 cycles of device work; launching the ten kernels takes ~50 us of host time.
     assert timing.compiled.median > 2e7 / 10e9
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autotune.measure import (
+    MeasureSettings,
     RequestTiming,
     interleaved_timing,
     traffic_summary,
@@ -33,7 +34,11 @@ def test_the_mix_is_weighted_by_its_requests_not_by_a_pass_over_them(clock: Fake
     eager = _per_request(clock, {"short": TICK, "long": 16 * TICK})
     compiled = _per_request(clock, {"short": TICK / 2, "long": 16 * TICK})
     timing = interleaved_timing(
-        eager, compiled, "cpu", target_seconds=0.5, requests=[("short", 9.0), ("long", 1.0)]
+        eager,
+        compiled,
+        "cpu",
+        MeasureSettings(target_seconds=0.5),
+        requests=[("short", 9.0), ("long", 1.0)],
     )
     assert timing.eager.median == pytest.approx(2.5 * TICK)
     assert timing.compiled.median == pytest.approx(2.05 * TICK)
@@ -46,7 +51,9 @@ def test_the_mix_is_weighted_by_its_requests_not_by_a_pass_over_them(clock: Fake
 
 
 def test_without_a_mix_no_request_is_recorded(clock: FakeClock) -> None:
-    timing = interleaved_timing(clock.costs(TICK), clock.costs(TICK), "cpu", target_seconds=0.2)
+    timing = interleaved_timing(
+        clock.costs(TICK), clock.costs(TICK), "cpu", MeasureSettings(target_seconds=0.2)
+    )
     assert timing.requests == ()
 
 

@@ -127,7 +127,8 @@ def test_text_that_is_no_json_object_names_the_column_and_the_text(text, named):
         ({"measure": {"warmup": -1}}, "measure.warmup must be 0 or more, got -1"),
         ({"measure": {"target_seconds": "2"}}, "measure.target_seconds must be a number"),
         ({"measure": {"min_rounds": 50, "max_rounds": 10}},
-         "measure.min_rounds must not exceed measure.max_rounds, got 50 > 10"),
+         "measure: `1 <= min_rounds <= max_rounds` must hold, but got (min_rounds=50, "
+         "max_rounds=10)"),
         ({"objective": "latency"}, "objective 'latency' with calls None, batch_sizes [1, 8]"),
         ({"objective": "amortized", "batch_sizes": None, "max_latency_s": None},
          "objective 'amortized' with calls None"),
