@@ -129,6 +129,8 @@ def test_text_that_is_no_json_object_names_the_column_and_the_text(text, named):
         ({"measure": {"min_rounds": 50, "max_rounds": 10}},
          "measure: `1 <= min_rounds <= max_rounds` must hold, but got (min_rounds=50, "
          "max_rounds=10)"),
+        ({"measure": {"target_seconds": 2.0, "precision": 0.02, "max_seconds": 1.0}},
+         "measure: `max_seconds >= target_seconds` must hold"),
         ({"objective": "latency"}, "objective 'latency' with calls None, batch_sizes [1, 8]"),
         ({"objective": "amortized", "batch_sizes": None, "max_latency_s": None},
          "objective 'amortized' with calls None"),
