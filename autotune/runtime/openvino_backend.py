@@ -22,7 +22,7 @@ backend's ``config`` sub-dict, lower-case keys are options of the backend itself
     {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32", "model_caching": True}
 
 OpenVINO's CPU plugin gives the calling thread an alternate signal stack of its own for the
-plugin and for each compiled model (``ov::intel_cpu::SigAltStackSetup``, openvino 2025-2026),
+plugin and for each compiled model (``ov::intel_cpu::SigAltStackSetup``, seen in openvino 2026.4),
 and puts back the one it found when that object is destroyed. Destroyed out of order (a model
 freed, ``torch._dynamo.reset()``, :func:`reset`), the thread is left on a stack that was unmapped,
 and the next Python signal handler run there (Ctrl-C, a server's SIGTERM: CPython installs
