@@ -11,7 +11,6 @@ graph, and each part's settings are set around its own calls only.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -40,8 +39,10 @@ def compile_region(
     compiled = torch.compile(target, **kwargs)
     call = compiled.forward if isinstance(compiled, torch.nn.Module) else compiled
     call = around_calls(call, settings, device_type)
-    if config.backend == "openvino":
-        call = _signal_stack_kept(call)
+    if config.backend == "openvino":  # it compiles during the calls (each partition at its first)
+        from autotune.runtime.openvino_backend import signal_stack_kept
+
+        call = signal_stack_kept()(call)
     if device_type == "cuda" and uses_cuda_graphs(config):
         call = own_outputs(call)
     return compiled, call
@@ -72,19 +73,6 @@ def compile_in_parts(
     # What Module.compile sets: nn.Module.__call__ runs it instead of _call_impl.
     module._compiled_call_impl = call
     return module
-
-
-def _signal_stack_kept(inner: Callable[..., Any]) -> Callable[..., Any]:
-    """``inner`` run in :func:`~autotune.runtime.openvino_backend.signal_stack_kept`: OpenVINO
-    compiles (the backend, and each partition on its first call) during the call."""
-    from autotune.runtime.openvino_backend import signal_stack_kept
-
-    @functools.wraps(inner)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        with signal_stack_kept():
-            return inner(*args, **kwargs)
-
-    return call
 
 
 def backend_options(config: CompileConfig) -> dict[str, Any]:

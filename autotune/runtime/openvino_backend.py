@@ -282,12 +282,10 @@ _sigaltstack = _load_sigaltstack()
 @contextlib.contextmanager
 def signal_stack_kept() -> Iterator[None]:
     """The calling thread's alternate signal stack, after the block, as it was before it
-    (see the module's note on OpenVINO's CPU plugin). Two system calls; a no-op off Linux."""
-    if _sigaltstack is None:
-        yield
-        return
+    (see the module's note on OpenVINO's CPU plugin). Two system calls; a no-op off Linux.
+    Also a decorator: ``signal_stack_kept()(fn)`` runs each call of ``fn`` in it."""
     before = _Stack()
-    if _sigaltstack(None, ctypes.byref(before)) != 0:
+    if _sigaltstack is None or _sigaltstack(None, ctypes.byref(before)) != 0:
         yield
         return
     try:

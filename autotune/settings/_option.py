@@ -7,8 +7,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-# The timing of each trial (MeasureSettings.target_seconds, --measure-seconds), declared with it.
-
 STORAGE_ENV = "AUTOTUNE_STORAGE"
 DEFAULT_STORAGE = "sqlite:///autotune.db"
 # The values of the options that take one of a few (what --help lists and every caller checks).

@@ -273,13 +273,13 @@ def first_token(
     first = work.first
     eager_fn = partial(_eager_sweep, work, first)
     compiled_fn = partial(_sweep, work, first) if compiled else eager_fn
+    short = measure.MeasureSettings(
+        warmup=1, min_rounds=3, max_rounds=spec.measure.max_rounds,
+        target_seconds=spec.measure.target_seconds / 2,
+    )  # fmt: skip
     try:
-        first_token = measure.MeasureSettings(
-            warmup=1, min_rounds=3, max_rounds=spec.measure.max_rounds,
-            target_seconds=spec.measure.target_seconds / 2,
-        )  # fmt: skip
         t = measure.interleaved_timing(
-            eager_fn, compiled_fn, spec.device, first_token, deadline=deadline
+            eager_fn, compiled_fn, spec.device, short, deadline=deadline
         )
     except TimeoutError:
         return None
