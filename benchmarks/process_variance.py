@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from suite import MODELS, device_name
 
-from autotune.measure import Timing, interleaved_timing
+from autotune.measure.timing import Timing, interleaved_timing
 from autotune.runtime.config import CompileConfig
 from autotune.trials import MeasureSettings, SubprocessRunner, TrialResult, TrialSpec
 from autotune.workload import build_calls, build_model, load_model_file

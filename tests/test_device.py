@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from autotune._device import default_device, resolve_device
 from autotune.errors import UsageError
-from autotune.pipeline import default_device, resolve_device
 
 
 def test_the_given_device_wins_and_cpu_is_always_there():

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune import _toml as toml_file
+from autotune._device import resolve_device
 from autotune._printable import say
 from autotune.cli import _options as options
 
@@ -147,7 +148,6 @@ def _device(given: str | None, space: str) -> str:
     """A space named after a device (a built-in one, or a file whose ``name`` or file name is
     ``cpu`` or ``cuda``, like ``search_spaces/cuda.toml``) is checked for it; anything else for
     this machine's device."""
-    from autotune.pipeline import resolve_device
 
     return resolve_device(given, fallback=_named_device(space), remedy="", require_cuda=False)
 

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from autotune._device import resolve_device
 from autotune._printable import say
 from autotune.cli import _options as options
 from autotune.errors import UsageError
@@ -72,7 +73,6 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``autotune verify``; returns the verdict's exit code (bad input: UsageError)."""
-    from autotune.pipeline import resolve_device
     from autotune.reports.verify import progress, render
     from autotune.runtime.config import CompileConfig, ConfigError, ConfigFile
     from autotune.trials import SubprocessRunner

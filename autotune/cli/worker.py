@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from autotune import _process
+from autotune._device import resolve_device
 from autotune._printable import say
 from autotune.cli import _options as options
 
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus:
         return _per_gpu(args)
     from autotune._deadline import Deadline
-    from autotune.pipeline import join_search, resolve_device
+    from autotune.pipeline import join_search
     from autotune.reports.progress import Progress
     from autotune.study import SearchRequest
 

@@ -1,5 +1,6 @@
-"""How :func:`~autotune.measure.interleaved_timing` times a pair of functions: plain data that
-a trial's spec carries and a study stores (no torch here: the command line builds it)."""
+"""How :func:`~autotune.measure.timing.interleaved_timing` times a pair of functions: plain
+data that a trial's spec carries and a study stores (no torch here: the command line builds
+it)."""
 
 from __future__ import annotations
 

@@ -3,10 +3,10 @@
 A served model's latency is per request, and a mix where nine requests in ten are short is not
 one pass over a list where a batch of 32 weighs as much as a batch of 1. So each sample of the
 paired rounds times every request on its own (the calibrated number of calls of it) and is the
-traffic's weighted mean of those times; the rounds, their ABBA order, the speed-up's median and
-its confidence interval are :func:`~autotune.measure.interleaved_timing`'s. Each request's own
-samples are kept too: its latency is their median, and the weighted percentiles of those
-latencies say what the tail of the traffic sees (:func:`traffic_summary`).
+traffic's weighted mean of those times; the rounds, their ABBA order, the speed-up's median
+and its confidence interval are :func:`~autotune.measure.timing.interleaved_timing`'s. Each
+request's own samples are kept too: its latency is their median, and the weighted percentiles
+of those latencies say what the tail of the traffic sees (:func:`traffic_summary`).
 """
 
 from __future__ import annotations

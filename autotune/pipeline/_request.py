@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune._deadline import Deadline
-from autotune.pipeline._device import resolve_device
+from autotune._device import resolve_device
 from autotune.settings import SETTINGS_OF, SearchOptions, thorough_trials
 from autotune.study import SearchRequest
 

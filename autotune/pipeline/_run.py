@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from autotune.decide import Decision, finalist_candidates, finalize_session, study_front
 from autotune.records import TrialRecord
 from autotune.settings import FinishFields
+from autotune.ship import ship_cache
 from autotune.storage import candidates, eager_baseline, grace_s
 from autotune.study import Search
 from autotune.trials import TrialRunner
@@ -93,8 +94,6 @@ def run_study(
         if decision.best.config is None:
             why = "No compile cache was exported: the file runs the model eager."
             return StudyOutcome(decision, records, not_shipped=why)
-        from autotune.ship import ship_cache
-
         ship_cache(
             finish.out, session.local.model_path, on_note=events.on_note,
             cache=finish.save_cache, aot=True, allow_unsafe_knobs=session.space.unsafe_knobs,

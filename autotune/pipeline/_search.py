@@ -24,7 +24,7 @@ def open_search(
     joined or created, and (unless ``runners`` is False: a study created for workers) this
     process's trial runners on the study's device."""
     from autotune._deadline import Deadline
-    from autotune.pipeline._device import resolve_device
+    from autotune._device import resolve_device
     from autotune.pipeline._request import NO_CUDA, build_request
     from autotune.study import Events, Search, Session
 
@@ -51,7 +51,7 @@ def join_search(
     trial runners on the study's device."""
     import time
 
-    from autotune.pipeline._device import resolve_device
+    from autotune._device import resolve_device
     from autotune.study import Events, Search, Session, StudyNotFound
 
     waiting = False

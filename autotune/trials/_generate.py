@@ -25,6 +25,7 @@ import torch
 
 from autotune import measure
 from autotune.measure import Contract
+from autotune.measure.timing import Timing, interleaved_timing, time_first_call
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig, for_generate
 from autotune.trials._classify import TrialFailure, classify
@@ -138,9 +139,7 @@ def compile_first(
         )
         outputs, total = [], 0.0
         for call in work.calls:
-            out, seconds = measure.time_first_call(
-                partial(work.step, work.configured, call), spec.device
-            )
+            out, seconds = time_first_call(partial(work.step, work.configured, call), spec.device)
             outputs.append(out.clone())
             total += seconds
     except TrialFailure:
@@ -261,7 +260,7 @@ def sweeps(
 def first_token(
     spec: TrialSpec,
     work: GenerateWork,
-    timing: measure.Timing,
+    timing: Timing,
     compiled: bool,
     deadline: float,
 ) -> dict[str, Any] | None:
@@ -278,9 +277,7 @@ def first_token(
         target_seconds=spec.measure.target_seconds / 2,
     )  # fmt: skip
     try:
-        t = measure.interleaved_timing(
-            eager_fn, compiled_fn, spec.device, short, deadline=deadline
-        )
+        t = interleaved_timing(eager_fn, compiled_fn, spec.device, short, deadline=deadline)
     except TimeoutError:
         return None
     firsts = sum(int(ids.shape[0]) for ids in work.reference)  # one first token a sequence

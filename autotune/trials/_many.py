@@ -10,13 +10,14 @@ from functools import partial
 from typing import Any
 
 from autotune import measure
+from autotune.measure.timing import Timing, interleaved_timing
 from autotune.runtime.shapes import MAX_WARMUP_CALLS, call_spec
 from autotune.trials._spec import TrialSpec
 from autotune.workload import Call, describe_calls
 
 
 def record_traffic(
-    facts: dict[str, Any], calls: list[Call], timing: measure.Timing, compile_s: float | None
+    facts: dict[str, Any], calls: list[Call], timing: Timing, compile_s: float | None
 ) -> None:
     """A traffic mix's figures: each request's share and median calls (``per_shape``), and the
     traffic's weighted mean, p50/p95/p99 and start-up (``traffic``): the first call of every
@@ -71,7 +72,7 @@ def per_shape(
     )  # fmt: skip
     for call, described in zip(calls, describe_calls(calls), strict=True):
         try:
-            t = measure.interleaved_timing(
+            t = interleaved_timing(
                 partial(eager_one, call), partial(compiled_one, call), spec.device, each,
                 deadline=deadline,
             )  # fmt: skip

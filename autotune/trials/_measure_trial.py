@@ -18,8 +18,10 @@ from typing import Any
 
 import torch
 
-from autotune import measure
 from autotune.measure import parse_contract, report_errors
+from autotune.measure.accuracy import AccuracyReport, clone_outputs, compare_outputs
+from autotune.measure.memory import peak_memory_bytes, reset_peak_memory
+from autotune.measure.timing import Timing, interleaved_timing, time_first_call
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.fingerprint import environment_fingerprint, model_fingerprint
@@ -114,7 +116,7 @@ def _compiling(spec: TrialSpec, facts: dict[str, Any]) -> Iterator[list[str]]:
     afresh, the live display hears "compiling", the generated code is captured (yielded), and
     the phase's wall time is recorded as ``phases.compile_s``."""
     reset_counters()
-    measure.reset_peak_memory(spec.device)
+    reset_peak_memory(spec.device)
     write_phase(spec.progress_path, "compiling")
     started = time.perf_counter()
     with output_code() as codes:
@@ -127,7 +129,7 @@ def _setup(spec: TrialSpec) -> Workload:
         module, model, calls = build_seeded(spec.model_path, spec.device, spec.seed,
                                             spec.batch_size, spec.traffic)  # fmt: skip
         model.eval()
-        reference = measure.clone_outputs(_sweep(model, calls))
+        reference = clone_outputs(_sweep(model, calls))
         metric = accuracy_metric(module) if spec.accuracy else None
         units = count_units(module, calls)
     except Exception as exc:
@@ -190,7 +192,7 @@ def _judge(spec: TrialSpec, work: Workload, outputs: list[Any]) -> Judged:
             verdict = contract.judge(work.reference, outputs, work.metric)
             to = {"held_to": "contract", "contract": str(contract), "relaxed": True}
             return Judged(verdict.ok, verdict.detail, {**verdict.errors, **to})
-        report = measure.compare_outputs(work.reference, outputs, relaxed=spec.relaxed_numerics)
+        report = compare_outputs(work.reference, outputs, relaxed=spec.relaxed_numerics)
         errors = report_errors(report)
         if contract is not None and contract.custom is not None and work.metric is not None:
             errors.update(contract.judge(work.reference, outputs, work.metric).errors)
@@ -215,7 +217,7 @@ def _equivalent(
 
 def _equivalent_result(
     compile_s: float | None,
-    report: measure.AccuracyReport | Judged,
+    report: AccuracyReport | Judged,
     facts: dict[str, Any],
     relaxed: bool,
     same: int,
@@ -302,7 +304,7 @@ def _generate_trial(
 
 
 def _raise_unless_correct(
-    report: measure.AccuracyReport | Judged, config: CompileConfig | None, eager_runs: str
+    report: AccuracyReport | Judged, config: CompileConfig | None, eager_runs: str
 ) -> None:
     if report.ok:
         return
@@ -317,8 +319,8 @@ def _raise_unless_correct(
 
 def _ok_result(
     compile_s: float | None,
-    timing: measure.Timing,
-    report: measure.AccuracyReport | Judged,
+    timing: Timing,
+    report: AccuracyReport | Judged,
     facts: dict[str, Any],
     relaxed: bool,
 ) -> TrialResult:
@@ -344,7 +346,7 @@ def _ok_result(
     )
 
 
-def _accuracy(report: measure.AccuracyReport | Judged, relaxed: bool) -> dict[str, Any]:
+def _accuracy(report: AccuracyReport | Judged, relaxed: bool) -> dict[str, Any]:
     """What a result records of the gate: ``max_abs_diff``/``max_rel_diff`` as always, with
     every contract metric (``max_abs``, ``max_rel``, ``cosine``, ``accuracy``) and what the
     outputs were held to, when the gate was :func:`_judge`'s."""
@@ -372,7 +374,7 @@ def _compile(
 ) -> tuple[_Target, float | None]:
     """Compiles, and times the first call of every input shape (that is the compile time)."""
     if config is None:
-        return _Target(work.model, measure.clone_outputs(_sweep(work.model, work.calls))), None
+        return _Target(work.model, clone_outputs(_sweep(work.model, work.calls))), None
     try:
         # eager's model stays eager's: a regional scope replaces children in place, and a
         # config that changes the weights (a cast, a quantization) changes them in place
@@ -382,8 +384,8 @@ def _compile(
             compiled = compile_module(model, config, allow_unsafe_knobs=spec.allow_unsafe_knobs)
             outputs, total = [], 0.0
             for call in work.calls:
-                out, seconds = measure.time_first_call(partial(_one, compiled, call), spec.device)
-                outputs.append(measure.clone_outputs(out))
+                out, seconds = time_first_call(partial(_one, compiled, call), spec.device)
+                outputs.append(clone_outputs(out))
                 total += seconds
     except Exception as exc:
         raise classify(exc, config) from exc
@@ -426,20 +428,20 @@ def _time(
     deadline: float,
     facts: dict[str, Any],
     requests: list[tuple[Call, float]] | None = None,
-) -> measure.Timing:
+) -> Timing:
     """Interleaved timing (of a traffic mix's ``requests``, each with its weight, when given:
     the functions then take one call); then the measurements taken after it (peak memory,
     Dynamo facts)."""
     write_phase(spec.progress_path, "measuring")
     started = time.perf_counter()
     try:
-        timing = measure.interleaved_timing(
+        timing = interleaved_timing(
             eager_fn, compiled_fn, spec.device, spec.measure, deadline=deadline, requests=requests
         )
     except Exception as exc:
         raise classify(exc, None) from exc
     facts["phases"]["timing_s"] = time.perf_counter() - started
-    facts["peak_memory_bytes"] = measure.peak_memory_bytes(spec.device)
+    facts["peak_memory_bytes"] = peak_memory_bytes(spec.device)
     facts.update(dynamo_facts())
     return timing
 

@@ -30,6 +30,8 @@ from typing import Any
 import torch
 
 from autotune import measure
+from autotune.measure.accuracy import AccuracyReport, compare_outputs
+from autotune.measure.timing import time_first_call
 from autotune.runtime.apply import compile_module
 from autotune.runtime.config import CompileConfig
 from autotune.runtime.optimizer import compile_step, step_backend
@@ -175,7 +177,7 @@ def compile_first_steps(
         target = stepper(work, config)
         records, total = [], 0.0
         for call in work.calls:
-            record, seconds = measure.time_first_call(partial(_first, target, call), device)
+            record, seconds = time_first_call(partial(_first, target, call), device)
             records.append(record)
             total += seconds
         records += [_first(target, call) for call in gate_calls(work.calls)[len(records) :]]
@@ -221,8 +223,8 @@ def judge_steps(spec: TrialSpec, expected: list[StepRecord], actual: list[StepRe
 
 def compare_steps(
     expected: list[StepRecord], actual: list[StepRecord], *, relaxed: bool
-) -> measure.AccuracyReport:
-    """Compares losses and gradients with :func:`measure.compare_outputs`; the first failure
+) -> AccuracyReport:
+    """Compares losses and gradients with :func:`compare_outputs`; the first failure
     names the step, and the loss or the parameter."""
     worst_abs = worst_rel = 0.0
     failure = ""
@@ -232,13 +234,13 @@ def compare_steps(
         pairs = [("the loss", want.loss, got.loss)]
         pairs += [(f"the gradient of {n!r}", g, got.grads[n]) for n, g in want.grads.items()]
         for label, left, right in pairs:
-            report = measure.compare_outputs(left, right, relaxed=relaxed)
+            report = compare_outputs(left, right, relaxed=relaxed)
             worst_abs = max(worst_abs, report.max_abs_diff)
             worst_rel = max(worst_rel, report.max_rel_diff)
             if not report.ok and not failure:
                 detail = report.detail.removeprefix("out: ")
                 failure = f"{label}{where} differs from eager: {detail}"
-    return measure.AccuracyReport(not failure, worst_abs, worst_rel, failure)
+    return AccuracyReport(not failure, worst_abs, worst_rel, failure)
 
 
 def _first(target: Stepper, call: Call) -> StepRecord:

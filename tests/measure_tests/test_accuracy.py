@@ -12,7 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 from transformers.modeling_outputs import BaseModelOutput
 
-from autotune.measure import TOLERANCES, clone_outputs, compare_outputs, tolerance_for
+from autotune.measure.accuracy import TOLERANCES, clone_outputs, compare_outputs, tolerance_for
 
 FLOAT_DTYPES = [torch.float64, torch.float32, torch.bfloat16, torch.float16]
 COMPLEX_DTYPES = [torch.complex128, torch.complex64]

@@ -7,15 +7,10 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from autotune.measure import (
-    MeasureSettings,
-    clone_outputs,
-    compare_outputs,
-    interleaved_timing,
-    peak_memory_bytes,
-    reset_peak_memory,
-    time_first_call,
-)
+from autotune.measure import MeasureSettings
+from autotune.measure.accuracy import clone_outputs, compare_outputs
+from autotune.measure.memory import peak_memory_bytes, reset_peak_memory
+from autotune.measure.timing import interleaved_timing, time_first_call
 
 pytestmark = [
     pytest.mark.gpu,

@@ -5,7 +5,7 @@ import sys
 import pytest
 import torch
 
-from autotune.measure import peak_memory_bytes, reset_peak_memory
+from autotune.measure.memory import peak_memory_bytes, reset_peak_memory
 
 _MIB = 1024 * 1024
 

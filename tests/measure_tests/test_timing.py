@@ -10,7 +10,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from autotune.measure import MeasureSettings, Timing, interleaved_timing, time_first_call
+from autotune.measure import MeasureSettings
+from autotune.measure.timing import Timing, interleaved_timing, time_first_call
 from measure_tests.fakeclock import TICK, FakeClock, install
 
 # Per-call costs from 3 to 4 ticks, in turn: ratios that scatter as on a real machine.

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.measure import (
-    MeasureSettings,
-    RequestTiming,
-    interleaved_timing,
-    traffic_summary,
-    weighted_quantile,
-)
+from autotune.measure import MeasureSettings, RequestTiming, traffic_summary, weighted_quantile
+from autotune.measure.timing import interleaved_timing
 from measure_tests.fakeclock import TICK, FakeClock, install
 
 

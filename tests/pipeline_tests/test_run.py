@@ -11,7 +11,7 @@ import torch
 
 import autotune
 from autotune._deadline import Deadline
-from autotune.pipeline import Finish, run_study
+from autotune.pipeline import Finish, _run, run_study
 from autotune.pipeline._run import FILE_CLAIM
 from autotune.space import load_space
 from autotune.storage import StudySettings
@@ -78,7 +78,7 @@ def test_the_cache_and_package_asked_for_ship_beside_a_compile_decision(
     tmp_path, settings, monkeypatch
 ):
     shipped = []
-    monkeypatch.setattr("autotune.ship._cache.ship_cache", lambda *a, **k: shipped.append((a, k)))
+    monkeypatch.setattr(_run, "ship_cache", lambda *a, **k: shipped.append((a, k)))
     search = Search(SearchRequest("s", f"sqlite:///{tmp_path}/a.db", settings), Runner())
     out = str(tmp_path / "best.json")
     outcome = run_study(search, Finish(out=out, save_cache=True))
@@ -90,7 +90,7 @@ def test_the_cache_and_package_asked_for_ship_beside_a_compile_decision(
 
 def test_nothing_ships_beside_a_file_that_does_not_compile(tmp_path, settings, monkeypatch):
     shipped = []
-    monkeypatch.setattr("autotune.ship._cache.ship_cache", lambda *a, **k: shipped.append((a, k)))
+    monkeypatch.setattr(_run, "ship_cache", lambda *a, **k: shipped.append((a, k)))
 
     class Slower(Runner):
         def run(self, spec: TrialSpec) -> TrialResult:
