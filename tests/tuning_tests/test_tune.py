@@ -185,7 +185,7 @@ def test_a_models_generate_is_tuned_and_the_plan_applied(tmp_path, monkeypatch):
     llama.generation_config.pad_token_id = 0
     prompt = torch.randint(1, 64, (1, 7))
     request = {"input_ids": prompt, "attention_mask": torch.ones_like(prompt),
-               "max_new_tokens": 4, "min_new_tokens": 4}  # fmt: skip
+               "max_new_tokens": 16, "min_new_tokens": 16}  # fmt: skip
     space = AOT_EAGER.with_name("aot_eager_generate.toml")
     result = autotune.tune(llama, request, workload="generate", **{**FAST, "space": str(space)})
     ok = [r for r in result.records if r.status == "ok" and r.duplicate_of is None]
