@@ -59,8 +59,8 @@ def main() -> int:
 def _settings() -> Any:
     import torch
 
+    from autotune.settings import StudySettings
     from autotune.space import load_space
-    from autotune.storage import StudySettings
 
     space = load_space("cpu", "cpu")
     return StudySettings(

@@ -17,7 +17,7 @@ from autotune.decide._finalists import best_default, finalist_records, remeasure
 from autotune.records import RecordStore, TrialRecord
 from autotune.scoring import Objective
 from autotune.space import space_from_dict
-from autotune.storage import StudySettings
+from autotune.storage import settings_from_dict
 from autotune.trials import TrialRunner
 
 
@@ -28,7 +28,7 @@ def fixed_round(
     emitted config (absent when the decision is do not compile), the fixed one and default
     compile, each pooled over its two processes (``runner``: fresh processes)."""
     with RecordStore(storage) as store:
-        settings = StudySettings.from_dict(store.study_settings(study) or {})
+        settings = settings_from_dict(store.study_settings(study) or {})
         records = store.trials(study)
         best = decide(storage, study, store).best
     space = space_from_dict(settings.space, settings.device, workload=settings.workload)

@@ -46,7 +46,7 @@ from fixed_finalist import fixed_round, section, verdict
 from autotune.decide import Decision, decide
 from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
-from autotune.storage import StudySettings
+from autotune.storage import settings_from_dict
 from autotune.study._screen import screened
 from autotune.trials import Spread
 from autotune.verify import DEFAULT_TOLERANCE, MAX_TOLERANCE, over_claims
@@ -183,7 +183,7 @@ def _model_run(name: str, args: argparse.Namespace) -> ModelRun:
 def _read_round(name: str, storage: str, wall_s: float) -> ModelRun:
     with RecordStore(storage) as store:
         decision = decide(storage, STUDY, store)
-        settings = StudySettings.from_dict(store.study_settings(STUDY) or {})
+        settings = settings_from_dict(store.study_settings(STUDY) or {})
     run = ModelRun(name, wall_s, decision.best.decision, decision.best.reason,
                    _trial_counts(decision.records))  # fmt: skip
     presets = preset_hashes(settings)

@@ -142,7 +142,7 @@ def test_mask_text_masks_the_secrets_of_the_urls_it_is_told_of_wherever_they_app
 
 def test_a_best_config_file_stores_the_storage_with_its_secrets_masked():
     from autotune.decide import best_config
-    from autotune.storage import StudySettings
+    from autotune.settings import StudySettings
 
     settings = StudySettings(model_path="/m.py", device="cpu", space={}, space_hash="h",
                              torch_version="2.13.0")  # fmt: skip

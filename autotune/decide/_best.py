@@ -12,7 +12,8 @@ from autotune.decide._finalists import Finalist, finalist_records, left_behind
 from autotune.records import TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, CompileConfig, for_generate
 from autotune.scoring import Objective, break_even_calls
-from autotune.storage import StudySettings, candidates, eager_baseline, eager_baselines
+from autotune.settings import StudySettings
+from autotune.storage import candidates, eager_baseline, eager_baselines
 
 
 def best_config(

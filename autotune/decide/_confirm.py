@@ -35,9 +35,9 @@ from autotune.decide._finalists import Finalist
 from autotune.records import FinalistRound, TrialRecord
 from autotune.runtime.config import BestConfig, CompileConfig
 from autotune.scoring import break_even_calls
+from autotune.settings import StudySettings
 from autotune.settings.rules import MAX_CONFIRM
-from autotune.storage import StudySettings
-from autotune.trials import Spread, SubprocessRunner, TrialResult, TrialRunner
+from autotune.trials import Spread, SubprocessRunner, TrialResult, TrialRunner, TrialSpec
 
 RUNS = tuple(f"confirm{n}" for n in range(1, MAX_CONFIRM + 1))
 _PREFIX = "confirm-"
@@ -125,7 +125,8 @@ def confirm(
     with contextlib.ExitStack() as caches:
         specs = {
             r.trial_number: dataclasses.replace(
-                settings.trial_spec(
+                TrialSpec.from_settings(
+                    settings,
                     r.config, cache_dir=str(caches.enter_context(scratch_dir(_PREFIX))),
                     relaxed_numerics=r.relaxed_numerics, batch_size=r.batch_size,
                     measure=measure,

@@ -25,7 +25,8 @@ from autotune._deadline import Deadline
 from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.scoring import Objective
-from autotune.storage import StudySettings, candidates, pooled_measurements
+from autotune.settings import StudySettings
+from autotune.storage import candidates, pooled_measurements
 from autotune.trials import (
     Spread,
     SubprocessRunner,
@@ -168,7 +169,8 @@ def remeasure(
 
     with contextlib.ExitStack() as caches:
         specs = [
-            settings.trial_spec(
+            TrialSpec.from_settings(
+                settings,
                 r.config,
                 cache_dir=str(caches.enter_context(scratch_dir(_PREFIX))),
                 # the gate the search held this config to: a config found under

@@ -37,14 +37,15 @@ from autotune.errors import UsageError
 from autotune.records import Claim, FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
 from autotune.scoring import Objective, PickRule, clearly_slower
+from autotune.settings import StudySettings
 from autotune.ship import existing_file, vouch, write_entry
 from autotune.storage import (
-    StudySettings,
     beating,
     eager_baseline,
     grace_s,
     open_optuna_storage,
     recover_stale,
+    settings_from_dict,
 )
 from autotune.study import Session, local_device_name, local_settings
 from autotune.trials import TrialResult, TrialRunner
@@ -277,7 +278,7 @@ def _settings(store: RecordStore, storage: str, study: str) -> StudySettings:
             "studies --storage URL` lists those it holds); run `autotune search MODEL.py "
             "--study NAME --storage URL` to create it."
         )
-    return StudySettings.from_dict(stored)
+    return settings_from_dict(stored)
 
 
 def _recover(storage: str, study: str, store: RecordStore, settings: StudySettings) -> None:

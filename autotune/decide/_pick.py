@@ -22,7 +22,8 @@ from autotune.decide._finalists import Finalist, finalist_records
 from autotune.records import TrialRecord
 from autotune.runtime.config import BestConfig
 from autotune.scoring import Objective, PickRule, axis_value, front
-from autotune.storage import StudySettings, candidates, eager_baseline
+from autotune.settings import StudySettings
+from autotune.storage import candidates, eager_baseline
 
 
 @dataclass

@@ -7,7 +7,7 @@ import json
 
 from autotune.records import TrialRecord
 from autotune.scoring import Objective
-from autotune.storage import StudySettings
+from autotune.settings import StudySettings
 
 
 def preset_hashes(settings: StudySettings) -> dict[str, str]:

@@ -21,8 +21,8 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     import torch
 
     from autotune.scoring import Objective
+    from autotune.settings import StudySettings
     from autotune.space import load_space
-    from autotune.storage import StudySettings
     from autotune.study import model_sha256, triton_version
     from autotune.trials import MeasureSettings
     from autotune.workload import (

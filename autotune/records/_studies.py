@@ -140,7 +140,7 @@ def _locked_settings(conn: sa.Connection, name: str) -> StoredSettings:
 
 class StoredSettings(dict[str, Any]):
     """A study's settings as read from its row: a dict that knows whose they are, so that
-    :meth:`autotune.storage.StudySettings.from_dict` names the study when they break a rule."""
+    :func:`autotune.storage.settings_from_dict` names the study when they break a rule."""
 
     def __init__(self, study: str, settings: dict[str, Any]) -> None:
         super().__init__(settings)

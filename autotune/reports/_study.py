@@ -26,11 +26,11 @@ from autotune.records import (
     redact_url,
 )
 from autotune.scoring import Objective, scored_trial
+from autotune.settings import StudySettings
 from autotune.storage import (
     COMBINATION_ATTR,
     PRESET_ATTR,
     PRIOR_ATTR,
-    StudySettings,
     candidates,
     open_optuna_storage,
     settings_from_row,

@@ -5,7 +5,8 @@ default, help, the study setting it sets, whether that may change on resume, whe
 file or ``autotune.tune`` may set it); :func:`resolve` is the one entry point from a caller's
 values (command line, keywords, study file) to a search's :class:`SearchOptions`. The command
 line's parsers, study files, ``tune()``, the stored settings' defaults and the resume rules are
-derived from the table. Standard library only.
+derived from the table; :class:`StudySettings` is what a study stores, the table's settings
+and what the study was made with. Standard library only.
 """
 
 from autotune.settings._fields import FinishFields, RequestFields, StudyFields, TrialFields
@@ -33,6 +34,7 @@ from autotune.settings._resolve import (
     read_values,
     resolve,
 )
+from autotune.settings._study import ADAPTIVE_FLOOR_S, StudySettings, settle
 from autotune.settings._table import (
     BY_FLAG,
     BY_NAME,
@@ -46,6 +48,7 @@ from autotune.settings._table import (
 from autotune.settings.rules import RuleError
 
 __all__ = [
+    "ADAPTIVE_FLOOR_S", "StudySettings", "settle",
     "BY_FLAG", "BY_NAME", "CHANGEABLE", "CLI", "DEFAULT", "DEFAULT_STORAGE", "EFFORTS", "FILE",
     "KINDS", "LABELS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
     "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "WORKLOADS", "Kind", "Language", "Option",

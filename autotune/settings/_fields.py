@@ -15,7 +15,7 @@ from autotune.settings._table import DEFAULT
 @dataclass(frozen=True, kw_only=True)
 class StudyFields:
     """Every study setting an option of ``autotune search`` sets, in the table's order; a
-    study's stored settings (``autotune.storage.StudySettings``) are these and what the
+    study's stored settings (:class:`StudySettings`) are these and what the
     study was made with."""
 
     # model: model file (*.py) defining get_model(device) and get_inputs(device), or a study file

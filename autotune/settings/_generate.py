@@ -47,7 +47,7 @@ CARRIERS = (
     Carrier(
         "StudyFields",
         "Every study setting an option of ``autotune search`` sets, in the table's order; a\n"
-        "    study's stored settings (``autotune.storage.StudySettings``) are these and what the\n"
+        "    study's stored settings (:class:`StudySettings`) are these and what the\n"
         "    study was made with.",
     ),
     Carrier(

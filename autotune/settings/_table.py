@@ -1,6 +1,6 @@
 """Every option of ``autotune search``, declared once, in the order ``--help`` shows them: its
 flag, kind of value (:mod:`autotune.settings._kinds`), default, metavar, choices and help; the
-study setting it sets (a :class:`~autotune.storage.StudySettings` field) and whether that may
+study setting it sets (a :class:`~autotune.settings.StudySettings` field) and whether that may
 change when a study is resumed; whether a study file or ``autotune.tune`` may set it. The
 command line's parsers, study files, ``tune()``'s keywords, the stored settings' defaults and
 the resume rules are all derived from this table: adding a setting is one row here, plus its

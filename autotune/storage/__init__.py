@@ -1,7 +1,7 @@
 """A study as stored: Optuna's storage opened with autotune's heartbeat and retries, the names of
-the attributes autotune writes on Optuna's trials, the study's settings row (``StudySettings``:
-checked when read, settled against a resumed run's), a trial's record, and the recovery of
-trials whose process died. The search loop (:mod:`autotune.study`) and the decision
+the attributes autotune writes on Optuna's trials, the study's settings row (each setting
+checked when read back as :class:`~autotune.settings.StudySettings`), a trial's record, and
+the recovery of trials whose process died. The search loop (:mod:`autotune.study`) and the decision
 (:mod:`autotune.decide`) both read and write the study through these."""
 
 from autotune.storage._attrs import (
@@ -45,13 +45,7 @@ from autotune.storage._records import (
     to_record,
     trial_key,
 )
-from autotune.storage._settings import (
-    ADAPTIVE_FLOOR_S,
-    CHANGEABLE,
-    StudySettings,
-    settings_from_row,
-    settle,
-)
+from autotune.storage._settings import settings_from_dict, settings_from_row
 from autotune.storage._stale import (
     TELL_REFUSED,
     finished_state,
@@ -61,14 +55,14 @@ from autotune.storage._stale import (
 )
 
 __all__ = [
-    "ADAPTIVE_FLOOR_S", "BASELINE_ATTR", "BATCH_ATTR", "CHANGEABLE", "COMBINATION_ATTR",
+    "BASELINE_ATTR", "BATCH_ATTR", "COMBINATION_ATTR",
     "CONSTRAINT_ATTR", "EAGER_HASH", "KERNEL_CACHE_ATTR", "KEY_ATTR", "LEFT_ATTR", "MEASUREMENTS",
     "METRIC_PREFIX", "PRESET_ATTR", "PRESETS_TOLD_ATTR", "PRIOR_OF_ATTR",
     "PRIOR_ATTR", "SCOPE_ATTR", "STARTED_FROM_ATTR", "START_FROM_ATTR", "TELL_REFUSED",
-    "WORKER_ATTR", "Ran", "StudySettings", "cache_dir_source", "candidates", "default_cache_dir",
+    "WORKER_ATTR", "Ran", "cache_dir_source", "candidates", "default_cache_dir",
     "eager_baseline", "eager_baselines", "finished_state", "grace_s", "heartbeat_s", "beating",
     "measurements", "metric_attrs", "open_optuna_storage",
     "pooled_measurements", "recover_stale",
-    "retrying", "settings_from_row", "settle", "tell_record", "to_record", "transient",
+    "retrying", "settings_from_dict", "settings_from_row", "tell_record", "to_record", "transient",
     "trial_key", "user_cache",
 ]  # fmt: skip

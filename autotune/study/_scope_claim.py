@@ -7,7 +7,7 @@ import time
 
 from autotune._deadline import Deadline
 from autotune.scope import PROBE_MEASURE, ScopePlan, plan_scopes
-from autotune.storage import StudySettings, beating, grace_s
+from autotune.storage import beating, grace_s, settings_from_dict
 from autotune.study._session import Session
 from autotune.trials import TrialRunner, TrialSpec
 
@@ -32,7 +32,7 @@ def settle_scope_plan(
             deadline.check("while waiting for the scope probes")
             time.sleep(POLL_S)
             stored = session.db(lambda: session.records.study_settings(session.name))
-            session.settings = StudySettings.from_dict(stored or session.settings.to_dict())
+            session.settings = settings_from_dict(stored or session.settings.to_dict())
     plan = ScopePlan.from_dict(session.settings.scope_plan)
     for probe in plan.excluded:
         events.note_once(f"scope: kept eager everywhere: {probe.brief()}")
@@ -52,7 +52,7 @@ def _probe_and_store(
         raise
     settings = session.db(lambda: records.settle_study_setting(name, "scope_plan", plan.to_dict()))
     session.db(lambda: records.finish_claim(name, SCOPE_CLAIM, owner))
-    session.settings = StudySettings.from_dict(settings)
+    session.settings = settings_from_dict(settings)
 
 
 def _probe(session: Session, runner: TrialRunner, deadline: Deadline) -> ScopePlan:

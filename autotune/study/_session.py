@@ -20,7 +20,7 @@ from autotune._deadline import Deadline
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.scoring import DIRECTIONS, Objective
-from autotune.settings import DEFAULT, RequestFields
+from autotune.settings import DEFAULT, RequestFields, StudySettings, settle
 from autotune.settings.rules import size
 from autotune.space import SearchSpace, space_from_dict
 from autotune.storage import (
@@ -28,14 +28,13 @@ from autotune.storage import (
     KERNEL_CACHE_ATTR,
     TELL_REFUSED,
     WORKER_ATTR,
-    StudySettings,
     cache_dir_source,
     default_cache_dir,
     finished_state,
     open_optuna_storage,
     recover_stale,
     retrying,
-    settle,
+    settings_from_dict,
     tell_record,
 )
 from autotune.study._cache import KernelCache, own
@@ -265,17 +264,17 @@ class Session:
             stored = self.records.study_settings(name)
             if stored is None:
                 raise StudyNotFound(name)
-            return StudySettings.from_dict(stored)
+            return settings_from_dict(stored)
         raw, self.created = self.records.open_study(
             name, self.study._study_id, requested.to_dict()
         )
-        stored_settings = StudySettings.from_dict(raw)
+        stored_settings = settings_from_dict(raw)
         settings, notes = settle(name, stored_settings, requested, self.request.given)
         if settings != stored_settings:
             changes = {
                 k: v for k, v in settings.to_dict().items() if v != stored_settings.to_dict()[k]
             }
-            settings = StudySettings.from_dict(self.records.update_study_settings(name, changes))
+            settings = settings_from_dict(self.records.update_study_settings(name, changes))
         for note in notes:
             self.events.on_note(note)
         return settings

@@ -30,13 +30,14 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord, redact_url
 from autotune.scope import SCOPE_PARAM, ScopePlan
 from autotune.scoring import Objective, scored_trial
+from autotune.settings import StudySettings
 from autotune.space import Knob, SearchSpace
 from autotune.storage import (
     PRIOR_ATTR,
     START_FROM_ATTR,
     STARTED_FROM_ATTR,
-    StudySettings,
     open_optuna_storage,
+    settings_from_dict,
 )
 
 # The parameters of an earlier trial that this study does not offer: (name, value).
@@ -79,7 +80,7 @@ def start_from_earlier(
                 f"{redact_url(url)}; `autotune studies --storage URL` lists them."
             )
         records = store.trials(source.study)
-    earlier = StudySettings.from_dict(stored)
+    earlier = settings_from_dict(stored)
     objective = Objective.of(settings)
     measured = [
         r for r in records

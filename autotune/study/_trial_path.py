@@ -16,9 +16,9 @@ from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.scope import ScopePlan
+from autotune.settings import ADAPTIVE_FLOOR_S, StudySettings
 from autotune.space import OutOfSpaceError, SearchSpace
 from autotune.storage import (
-    ADAPTIVE_FLOOR_S,
     BASELINE_ATTR,
     BATCH_ATTR,
     COMBINATION_ATTR,
@@ -28,7 +28,6 @@ from autotune.storage import (
     SCOPE_ATTR,
     START_FROM_ATTR,
     Ran,
-    StudySettings,
     retrying,
     to_record,
     trial_key,
@@ -203,7 +202,8 @@ class TrialPath:
     def _spec(
         self, config: CompileConfig | None, batch: int | None, budget: float, number: int
     ) -> TrialSpec:
-        spec = self.session.local.trial_spec(
+        spec = TrialSpec.from_settings(
+            self.session.local,
             config.to_dict() if config is not None else None,
             cache_dir=self.session.cache_dir,
             relaxed_numerics=config is not None and self.session.space.relaxes_numerics(config),

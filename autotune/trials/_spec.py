@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.measure import MeasureSettings
-from autotune.settings import DEFAULT, TrialFields
+from autotune.settings import DEFAULT, StudySettings, TrialFields
 
 FAILURE_KINDS = (
     "compile_error",  # torch.compile or the first compiled call raised
@@ -61,6 +61,39 @@ class TrialSpec(TrialFields):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialSpec:
         return cls(**{**data, "measure": MeasureSettings(**data.get("measure", {}))})
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: StudySettings,
+        config: dict[str, Any] | None,
+        *,
+        cache_dir: str | None,
+        relaxed_numerics: bool,
+        batch_size: int | None = None,
+        measure: MeasureSettings | None = None,
+        time_limit_s: float | None = None,
+    ) -> TrialSpec:
+        """One trial of a study: the study's settings a trial runs with (each field of
+        :class:`~autotune.settings.TrialFields` the study stores; the kernel cache,
+        ``cache_dir``, is this machine's and never stored), ``config`` (None: eager), held to
+        the looser gate when ``relaxed_numerics``, timed by ``measure`` (default: the study's),
+        killed after ``time_limit_s`` (default: the study's compile budget)."""
+        stored = {f.name for f in dataclasses.fields(settings)}
+        shared = {
+            f.name: getattr(settings, f.name)
+            for f in dataclasses.fields(TrialFields)
+            if f.name in stored
+        }
+        return cls(
+            **shared,
+            cache_dir=cache_dir,
+            config=config,
+            time_limit_s=settings.compile_budget if time_limit_s is None else time_limit_s,
+            measure=measure or settings.measure,
+            relaxed_numerics=relaxed_numerics,
+            batch_size=batch_size,
+        )
 
 
 @dataclass(kw_only=True)

@@ -99,7 +99,7 @@ def test_an_empty_postgresql_schema_stays_empty(postgres_url, tmp_path, capsys, 
 
 def test_a_study_without_optunas_tables_is_reported_missing_not_given_them(tmp_path, capsys):
     from autotune.records import RecordStore
-    from autotune.storage import StudySettings
+    from autotune.settings import StudySettings
 
     storage = f"sqlite:///{tmp_path / 'records-only.db'}"
     settings = StudySettings(model_path="/m.py", device="cpu", space={}, space_hash="h",

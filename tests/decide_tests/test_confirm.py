@@ -17,7 +17,7 @@ from autotune.cli import main
 from autotune.decide._confirm import RUNS, Confirmation, confirm, settle
 from autotune.records import TrialRecord
 from autotune.runtime.config import BestConfig, CompileConfig
-from autotune.storage._settings import StudySettings
+from autotune.settings import StudySettings
 from autotune.trials import TrialResult, TrialSpec
 
 SETTINGS = StudySettings(

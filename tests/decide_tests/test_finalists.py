@@ -10,7 +10,7 @@ import pytest
 
 from autotune.decide._finalists import Finalist, left_behind, remeasure
 from autotune.records import TrialRecord
-from autotune.storage._settings import StudySettings
+from autotune.settings import StudySettings
 from autotune.trials import MeasureSettings, TrialResult, TrialSpec
 from autotune.trials._spec import DEFAULT_PRECISION
 

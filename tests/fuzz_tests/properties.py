@@ -195,11 +195,12 @@ def check_settings(text: Any) -> None:
     from autotune.records import StudyRowError
     from autotune.scoring import Objective
     from autotune.storage._settings import settings_from_row
+    from autotune.trials import TrialSpec
 
     CASES["settings"] += 1
     with documented("settings", StudyRowError):
         settings = settings_from_row("fuzzed", text)
-        settings.trial_spec(None, cache_dir=None, relaxed_numerics=False)
+        TrialSpec.from_settings(settings, None, cache_dir=None, relaxed_numerics=False)
         settings.trial_time_limit_s(1.0, 2.0)
         Objective.of(settings)
         written = json.dumps(settings.to_dict(), sort_keys=True)  # as the records write it

@@ -640,7 +640,7 @@ SETTINGS_KEY = st.one_of(st.sampled_from(SETTINGS_KEYS), TEXT)
 def settings_documents() -> list[dict[str, Any]]:
     """Valid rows written by the real API: a latency study with a probed scope plan, a
     throughput study, an amortized one and a Pareto one with its pick rule."""
-    from autotune.storage import StudySettings
+    from autotune.settings import StudySettings
     from autotune.trials import MeasureSettings
 
     plan = {

@@ -8,6 +8,7 @@ import pytest
 from autotune.errors import UsageError
 from autotune.pipeline import build_request
 from autotune.settings import CLI, resolve
+from autotune.trials import TrialSpec
 
 
 def _request(model: str, **values):
@@ -33,7 +34,7 @@ def test_a_recorded_traffic_is_read_into_the_studys_settings(model_file):
     trace = Path(model_file("tiny")).parents[1] / "traces" / "requests.csv"
     request = _request(model_file("trace_requests"), traffic=str(trace))
     assert request.settings.traffic[0] == {"shape": {"batch": 1, "length": 16}, "weight": 120.0}
-    spec = request.settings.trial_spec(None, cache_dir=None, relaxed_numerics=False)
+    spec = TrialSpec.from_settings(request.settings, None, cache_dir=None, relaxed_numerics=False)
     assert spec.traffic == request.settings.traffic
 
 

@@ -13,8 +13,8 @@ import autotune
 from autotune._deadline import Deadline
 from autotune.pipeline import Finish, _run, run_study
 from autotune.pipeline._run import FILE_CLAIM
+from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.storage import StudySettings
 from autotune.study import Ended, Search, SearchRequest, model_sha256
 from autotune.trials import TrialResult, TrialSpec
 

@@ -10,8 +10,8 @@ import torch
 
 from autotune.errors import UsageError
 from autotune.pipeline._runners import trial_runners
+from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.storage import StudySettings
 from autotune.study import Search, SearchRequest
 from autotune.trials import PreloadedHostRunner, SubprocessRunner, TrialResult, TrialSpec
 

@@ -114,13 +114,13 @@ def test_a_database_written_by_the_first_schema_still_opens_and_gains_the_new_ta
     """tests/fixtures/databases/schema1.db was written by autotune before finalist rounds were
     recorded (commit b8a761a): a study "old" with its eager baseline."""
     from autotune.cli import main
-    from autotune.storage import StudySettings
+    from autotune.storage import settings_from_dict
 
     path = tmp_path / "old.db"
     shutil.copy(Path(__file__).parents[1] / "fixtures" / "databases" / "schema1.db", path)
     url = f"sqlite:///{path}"
     with RecordStore(url) as store:
-        settings = StudySettings.from_dict(store.study_settings("old") or {})
+        settings = settings_from_dict(store.study_settings("old") or {})
         assert (settings.seed, settings.trials, settings.finalists) == (3, 20, 3)
         assert [r.baseline for r in store.trials("old")] == ["eager"]
         assert store.finalist_rounds("old") == []

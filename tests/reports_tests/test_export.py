@@ -164,8 +164,8 @@ def test_a_traffic_mix_exports_its_weighted_figures_and_each_requests_share(
 ):
     import torch
 
+    from autotune.settings import StudySettings
     from autotune.space import load_space
-    from autotune.storage import StudySettings
     from autotune.study import Search, SearchRequest
 
     class Served:

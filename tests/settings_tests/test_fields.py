@@ -15,10 +15,10 @@ from autotune.settings import (
     Option,
     RequestFields,
     StudyFields,
+    StudySettings,
     TrialFields,
     _generate,
 )
-from autotune.storage import StudySettings
 from autotune.study import SearchRequest
 from autotune.trials import TrialSpec
 

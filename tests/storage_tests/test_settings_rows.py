@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from autotune.records import StudyRowError
-from autotune.storage import StudySettings
+from autotune.settings import StudySettings
+from autotune.storage import settings_from_dict
 from autotune.storage._settings import RULES, settings_from_row
 from autotune.storage._settings_check import MEASURE_RULES
 from autotune.trials import MeasureSettings
@@ -185,7 +186,7 @@ def test_from_dict_names_the_study_the_records_read_the_settings_from():
     stored = settings_dict(STUDY, json.dumps(_valid(trials="many")))
 
     with pytest.raises(StudyRowError, match=f"Study {STUDY!r}:.*trials must be a whole number"):
-        StudySettings.from_dict(stored)
+        settings_from_dict(stored)
 
 
 def test_mangled_rows_raise_only_study_row_error():

@@ -7,9 +7,8 @@ import pytest
 import scripted
 import torch
 
+from autotune.settings import ADAPTIVE_FLOOR_S, StudySettings
 from autotune.space import load_space
-from autotune.storage import StudySettings
-from autotune.storage._settings import ADAPTIVE_FLOOR_S
 from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 

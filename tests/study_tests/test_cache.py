@@ -11,8 +11,9 @@ import scripted
 import torch
 
 from autotune.errors import UsageError
+from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.storage import StudySettings, user_cache
+from autotune.storage import user_cache
 from autotune.study import Search, SearchRequest
 from autotune.study._cache import MARKER, KernelCache, own
 

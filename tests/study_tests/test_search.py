@@ -12,8 +12,9 @@ from autotune._deadline import Deadline
 from autotune.decide import best_config
 from autotune.errors import UsageError
 from autotune.records import RecordStore
+from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.storage import BASELINE_ATTR, StudySettings
+from autotune.storage import BASELINE_ATTR
 from autotune.study import Ended, Search, SearchRequest
 from autotune.study._ends import REPEATS
 from autotune.trials import TrialResult, TrialSpec

@@ -16,8 +16,8 @@ from autotune.decide import best_config
 from autotune.reports import show
 from autotune.runtime.config import ConfigError
 from autotune.runtime.shapes import call_spec
+from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.storage import StudySettings
 from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 from autotune.workload import build_calls, build_model, load_model_file, padding_of

@@ -13,8 +13,8 @@ import torch
 from autotune.decide import best_config
 from autotune.errors import UsageError
 from autotune.records import RecordStore
+from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.storage import StudySettings
 from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 

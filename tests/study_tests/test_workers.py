@@ -10,8 +10,8 @@ import scripted
 import torch
 
 from autotune.decide import finalize
+from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.storage import StudySettings
 from autotune.study import Search, SearchRequest
 from autotune.study import _search as search_module
 from autotune.study._identity import model_sha256
