@@ -35,7 +35,7 @@ from autotune.runtime.config import (
 if TYPE_CHECKING:
     from autotune.runtime.apply import apply
     from autotune.runtime.optimizer import apply_optimizer
-    from autotune.tuning import TuneResult, tune
+    from autotune.search import TuneResult, tune
 
 from autotune._version import VERSION as __version__
 
@@ -71,7 +71,7 @@ def __getattr__(name: str) -> Any:
 
         return apply_optimizer
     if name in ("tune", "TuneResult"):  # the search: Optuna, SQLAlchemy, the trial runners
-        import autotune.tuning
+        import autotune.search
 
-        return getattr(autotune.tuning, name)
+        return getattr(autotune.search, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

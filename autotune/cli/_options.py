@@ -216,8 +216,8 @@ def add_quiet(p: argparse.ArgumentParser, help: str) -> None:
 
 def trial_runner() -> TrialRunner | None:
     """The trial runner ``$AUTOTUNE_TRIAL_RUNNER`` names, or None (see
-    :func:`autotune.pipeline.trial_runner`)."""
-    from autotune.pipeline import trial_runner as named
+    :func:`autotune.search.trial_runner`)."""
+    from autotune.search import trial_runner as named
 
     return named()
 

@@ -43,9 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> options.Parser:
 
 def run(args: argparse.Namespace) -> int:
     """Runs or resumes a study, then writes its best-config file; returns the exit code."""
-    from autotune.pipeline import finish_of, open_search, opening_lines, run_study
     from autotune.reports import terminal
     from autotune.reports.progress import Progress
+    from autotune.search import finish_of, open_search, opening_lines, run_study
 
     chosen = search_options(args)
     progress = Progress(quiet=chosen.quiet)

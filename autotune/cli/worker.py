@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus:
         return _per_gpu(args)
     from autotune._deadline import Deadline
-    from autotune.pipeline import join_search
     from autotune.reports.progress import Progress
+    from autotune.search import join_search
     from autotune.study import SearchRequest
 
     if args.out:
@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_and_write(args: argparse.Namespace, search: Search, progress: Progress) -> int:
     """The worker's trials, then (if it ended the study) the file: one run_study call."""
-    from autotune.pipeline import Finish, run_study
     from autotune.reports import terminal
+    from autotune.search import Finish, run_study
 
     finish = Finish(out=args.out, last_process=True, finalist_runner=options.trial_runner())
 

@@ -166,7 +166,7 @@ class RequestFields:
 @dataclass(frozen=True, kw_only=True)
 class FinishFields:
     """How a search ends once its trials are done: the file it writes and what ships
-    beside it (``autotune.pipeline.Finish`` is these and who runs the finalists)."""
+    beside it (``autotune.search.Finish`` is these and who runs the finalists)."""
 
     # --out: best-config file to write
     out: str = DEFAULT["out"]

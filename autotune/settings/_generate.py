@@ -67,7 +67,7 @@ CARRIERS = (
     Carrier(
         "FinishFields",
         "How a search ends once its trials are done: the file it writes and what ships\n"
-        "    beside it (``autotune.pipeline.Finish`` is these and who runs the finalists).",
+        "    beside it (``autotune.search.Finish`` is these and who runs the finalists).",
         ("out", "remeasure", "for_device", "save_cache", "save_aot"),
     ),
 )

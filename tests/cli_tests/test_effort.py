@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from autotune.cli import build_parser, parse
 from autotune.cli.search import search_options
-from autotune.pipeline import build_request
-from autotune.pipeline._search import effort_line
+from autotune.search import build_request
+from autotune.search._open import effort_line
 from autotune.settings import THOROUGH_TRIALS
 
 

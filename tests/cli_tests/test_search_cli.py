@@ -501,7 +501,7 @@ def test_save_aot_ships_the_package_of_a_compile_decision(
 ):
     scripted.use(monkeypatch, lambda s: scripted.ok(1.0 if s.config is None else 1.5))
     shipped: list[dict] = []
-    monkeypatch.setattr("autotune.pipeline._run.ship_cache", lambda *a, **k: shipped.append(k))
+    monkeypatch.setattr("autotune.search._run.ship_cache", lambda *a, **k: shipped.append(k))
     code, _ = search(tmp_path, model_file("tiny"), "--space", space_file("aot_eager"),
                      "--trials", "2", "--save-aot")  # fmt: skip
     assert code == 0

@@ -10,7 +10,7 @@ from space_tests.wide import reader_of, wide_toml
 
 from autotune.cli import build_parser, main, parse
 from autotune.cli.search import search_options
-from autotune.pipeline import build_request
+from autotune.search import build_request
 
 
 def test_spaces_lists_the_builtin_spaces_with_their_descriptions(capsys):

@@ -261,7 +261,7 @@ def test_a_worker_without_its_study_or_with_another_model_file_is_refused(
     storage = f"sqlite:///{tmp_path}/w.db"
     scripted.use(monkeypatch, scripted.by_config())
     assert main(["worker", "--study", "w", "--storage", storage, "--timeout", "1"]) == 2
-    # workers may start first: it waited its second (tests/pipeline_tests/test_search.py)
+    # workers may start first: it waited its second (tests/search_tests/test_open.py)
     assert "There is no study 'w' in this storage to join" in capsys.readouterr().err
     model = tmp_path / "m.py"
     model.write_bytes(Path(model_file("tiny")).read_bytes())

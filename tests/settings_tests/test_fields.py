@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from autotune.pipeline import Finish
+from autotune.search import Finish
 from autotune.settings import (
     DEFAULT,
     SEARCH_OPTIONS,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from autotune.errors import UsageError
-from autotune.pipeline._runners import trial_runners
+from autotune.search._runners import trial_runners
 from autotune.settings import StudySettings
 from autotune.space import load_space
 from autotune.study import Search, SearchRequest

@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from autotune import reports
+
 if TYPE_CHECKING:
     import torch
 
@@ -61,15 +63,11 @@ class TuneResult:
 
     def report(self, width: int = 120) -> str:
         """``autotune report``'s text: settings, every trial, the finalists and the decision."""
-        from autotune.reports import load_study_data, render_report
-
-        return render_report(load_study_data(self.storage, self.study), width)
+        return reports.render_report(reports.load_study_data(self.storage, self.study), width)
 
     def write_html(self, path: str | os.PathLike[str]) -> int:
         """``autotune report --html``'s page (self-contained, with its plots); its size."""
-        from autotune.reports import load_study_data, write_html
-
-        return write_html(load_study_data(self.storage, self.study), path)
+        return reports.write_html(reports.load_study_data(self.storage, self.study), path)
 
     def __repr__(self) -> str:
         claim = f"{self.speedup:.2f}x eager" if self.speedup else "do not compile"

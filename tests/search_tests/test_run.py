@@ -11,8 +11,8 @@ import torch
 
 import autotune
 from autotune._deadline import Deadline
-from autotune.pipeline import Finish, _run, run_study
-from autotune.pipeline._run import FILE_CLAIM
+from autotune.search import Finish, _run, run_study
+from autotune.search._run import FILE_CLAIM
 from autotune.settings import StudySettings
 from autotune.space import load_space
 from autotune.study import Ended, Search, SearchRequest, model_sha256

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autotune.errors import UsageError
-from autotune.pipeline import build_request
+from autotune.search import build_request
 from autotune.settings import CLI, resolve
 from autotune.trials import TrialSpec
 

@@ -13,8 +13,13 @@ from autotune import _faults
 from autotune._printable import say
 from autotune._secrets import mask_text
 from autotune.errors import UsageError
+from autotune.reports import terminal
+from autotune.reports.progress import Progress
+from autotune.search._open import finish_of, open_search, opening_lines
+from autotune.search._result import TuneResult
+from autotune.search._run import run_study
 from autotune.settings import PYTHON, SearchOptions, resolve, storage_url
-from autotune.tuning._result import TuneResult
+from autotune.workload import write_bundle
 
 # Where the model bundles go, beside the default storage (autotune.db) in this folder.
 MODELS_DIR = Path(".autotune") / "models"
@@ -89,8 +94,6 @@ def tune(
             output cannot be written or the storage cannot be used (a full disk, a damaged or
             read-only database: said as ``autotune`` says it, the cause chained).
     """
-    from autotune.workload import write_bundle
-
     functions = {"loss_fn": loss_fn, "get_optimizer": get_optimizer, "train_step": train_step,
                  "units": units, "accuracy": metric}  # fmt: skip
     resolve(options, language=PYTHON)  # refused before the bundle is written
@@ -122,10 +125,6 @@ def search_options(options: dict[str, Any], bundle: Path) -> SearchOptions:
 
 
 def _run(args: SearchOptions) -> TuneResult:
-    from autotune.pipeline import finish_of, open_search, opening_lines, run_study
-    from autotune.reports import terminal
-    from autotune.reports.progress import Progress
-
     progress = Progress(quiet=args.quiet)
     search = open_search(args, progress.note)
     progress.attach(search, "search")

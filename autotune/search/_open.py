@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from autotune.pipeline._run import Finish
-from autotune.pipeline._runners import trial_runner, trial_runners
+from autotune.search._run import Finish
+from autotune.search._runners import trial_runner, trial_runners
 
 if TYPE_CHECKING:
     from autotune.settings import SearchOptions
@@ -25,7 +25,7 @@ def open_search(
     process's trial runners on the study's device."""
     from autotune._deadline import Deadline
     from autotune._device import resolve_device
-    from autotune.pipeline._request import NO_CUDA, build_request
+    from autotune.search._request import NO_CUDA, build_request
     from autotune.study import Events, Search, Session
 
     request = build_request(args, Deadline.after(args.timeout))

@@ -1,5 +1,5 @@
 """A worker that joins a study not created yet waits for it, says so once, and gives up at its
-deadline (pipeline/_search.join_search)."""
+deadline (search/_open.join_search)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from autotune._deadline import Deadline
-from autotune.pipeline import join_search
+from autotune.search import join_search
 from autotune.study import SearchRequest, StudyNotFound
 
 
