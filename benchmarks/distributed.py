@@ -4,7 +4,7 @@ workers, and what the storage and the sampler cost per trial.
     python benchmarks/distributed.py --storage postgresql+psycopg://postgres@127.0.0.1:5432/test
 
 Part 1, for each N in --workers (default 1,2,4,8,16): a fresh study, N worker processes
-(real `autotune.study.Search` loops: storage, heartbeats, TPE with constant liar, budget,
+(real `autotune.search.Search` loops: storage, heartbeats, TPE with constant liar, budget,
 records) whose trial body is a fixed sleep (benchmarks/sleep_runner.py), run for
 --seconds; the figure is the study's finished trials per hour, and each worker's seconds in
 the sampler (ask and suggest, with the storage reads they make) and in the storage (records,
@@ -72,7 +72,7 @@ def _settings() -> Any:
 def _point(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     """N workers for --seconds on a fresh study; the study's finished trials per hour."""
     from autotune.records import RecordStore
-    from autotune.study import Search, SearchRequest
+    from autotune.search import Search, SearchRequest
 
     study = f"bench-{workers}-{uuid.uuid4().hex[:6]}"
     Search(SearchRequest(study, args.storage, _settings())).prepare()  # create it, queue baselines
@@ -108,7 +108,7 @@ def _worker(args: argparse.Namespace) -> int:
     from sleep_runner import SleepRunner
 
     from autotune._deadline import Deadline
-    from autotune.study import Search, SearchRequest
+    from autotune.search import Search, SearchRequest
 
     statements = 0
 

@@ -51,7 +51,7 @@ TITLES = {
 # Imported under instrumentation, so that libFuzzer sees their branches (lazy imports too).
 INSTRUMENTED = (
     "tomllib", "autotune.runtime.apply", "autotune.runtime.select", "autotune.space",
-    "autotune.cli", "autotune.study", "autotune.storage._settings", "autotune.records",
+    "autotune.cli", "autotune.search", "autotune.storage._settings", "autotune.records",
 )  # fmt: skip
 PER_INPUT_TIMEOUT_S = 60
 _LIBFUZZER_LINE = re.compile(r"#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)")

@@ -1,5 +1,5 @@
 """What screening spares in a real search: trials whose generated code was already timed, and
-trials stopped early as clearly slower than the best so far (see autotune.study._screen).
+trials stopped early as clearly slower than the best so far (see autotune.search._screen).
 
     python benchmarks/screening.py [--models convnet,bert] [--trials 20] [--device cpu]
 

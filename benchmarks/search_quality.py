@@ -99,7 +99,7 @@ def configs_of(space: Any) -> dict[str, tuple[dict[str, Any], Any]]:
 
 
 def _sampler(strategy: str, seed: int, budget: int) -> optuna.samplers.BaseSampler:
-    from autotune.study._explore import ExploringSampler
+    from autotune.search._explore import ExploringSampler
 
     if strategy == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -213,7 +213,7 @@ class Table:
         ``measure_seconds``, at least ten), ``short`` (a quarter of them, at least ten: the
         first stage of successive halving), ``early`` (ten rounds: stopped early), ``none``
         (same code as a trial timed before: not timed)."""
-        from autotune.study._screen import SCREEN_SHARE
+        from autotune.search._screen import SCREEN_SHARE
 
         row, cold = self.rows[digest], self.runs[digest][0]
         if not _ok(row):
@@ -271,7 +271,7 @@ def _runs_of(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Mechanisms:
-    """What a replayed search does besides sampling (see autotune.study._screen, _inert)."""
+    """What a replayed search does besides sampling (see autotune.search._screen, _inert)."""
 
     same_code: bool = True  # a config whose code was timed before takes that timing
     early_stop: bool = True  # a sampled trial clearly slower than the best stops at ten rounds
@@ -331,7 +331,7 @@ def run_study(
     """One replayed search of ``budget`` trials (default compile, the presets with "+presets",
     then the sampler's): each measures one of its configuration's tabled runs. A configuration
     drawn again is reused and does not count, as in autotune."""
-    from autotune.study._explore import ExploringSampler
+    from autotune.search._explore import ExploringSampler
 
     rng = random.Random(seed * 7919 + 17)
     sampler = _sampler(strategy, seed, budget)
@@ -412,7 +412,7 @@ def _measure(
 
 def _inert(sampled: list[tuple[dict[str, Any], str]]) -> set[str]:
     """The knobs two sampled trials that compiled the same code set differently."""
-    from autotune.study._inert import _differing
+    from autotune.storage._inert import _differing
 
     by_code: dict[str, list[dict[str, Any]]] = {}
     for params, code in sampled:

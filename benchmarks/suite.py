@@ -46,8 +46,7 @@ from fixed_finalist import fixed_round, section, verdict
 from autotune.decide import Decision, decide
 from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
-from autotune.storage import settings_from_dict
-from autotune.study._screen import screened
+from autotune.storage import screened, settings_from_dict
 from autotune.trials import Spread
 from autotune.verify import DEFAULT_TOLERANCE, MAX_TOLERANCE, over_claims
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import grimp  # comes with import-linter (the dev extra)
 
 PACKAGES = [
-    "cli", "search", "reports", "verify", "decide", "ship", "study", "storage",
+    "cli", "search", "reports", "verify", "decide", "ship", "storage",
     "scoring", "scope",
     "records", "trials", "settings", "space", "measure", "workload", "runtime",
 ]  # fmt: skip

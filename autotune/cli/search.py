@@ -12,7 +12,7 @@ from autotune.settings import CLI, SEARCH_OPTIONS, SearchOptions, changeable_opt
 if TYPE_CHECKING:
     from autotune.decide import Decision
     from autotune.records import TrialRecord
-    from autotune.study import Search
+    from autotune.search import Search
 
 INTERRUPTED = "every finished trial is saved. Run the same command to resume the study."
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     search = open_search(chosen, progress.note, runners=not chosen.no_worker)
     if chosen.no_worker:
         return _create_only(search)
-    progress.attach(search, "search")
+    search.show_in(progress, "search")
 
     def front(records: list[TrialRecord], axes: list[str]) -> None:
         progress.note(terminal.pareto_table(records, axes, "search"))

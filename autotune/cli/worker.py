@@ -26,7 +26,7 @@ from autotune.cli import _options as options
 if TYPE_CHECKING:
     from autotune.decide import Decision
     from autotune.reports.progress import Progress
-    from autotune.study import Search
+    from autotune.search import Search
 
 INTERRUPTED = (
     "the running trial was failed in the study (another worker retries it); every finished "
@@ -87,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
         return _per_gpu(args)
     from autotune._deadline import Deadline
     from autotune.reports.progress import Progress
-    from autotune.search import join_search
-    from autotune.study import SearchRequest
+    from autotune.search import SearchRequest, join_search
 
     if args.out:
         options.require_folder("--out", args.out)  # before any trial, not after the last
@@ -106,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet)
     search = join_search(request, args.jobs, args.trial_host, progress.note)
     local, runners = search.session.local, search.runners
-    progress.attach(search, "worker")
+    search.show_in(progress, "worker")
     s = search.session.settings
     with progress:
         progress.note(

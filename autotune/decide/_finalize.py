@@ -37,7 +37,7 @@ from autotune.errors import UsageError
 from autotune.records import Claim, FinalistRound, RecordStore, TrialRecord, redact_url
 from autotune.runtime.config import BestConfig, ConfigError
 from autotune.scoring import Objective, PickRule, clearly_slower
-from autotune.settings import StudySettings
+from autotune.settings import StudySettings, local_device_name, local_settings
 from autotune.ship import existing_file, vouch, write_entry
 from autotune.storage import (
     beating,
@@ -47,7 +47,6 @@ from autotune.storage import (
     recover_stale,
     settings_from_dict,
 )
-from autotune.study import Session, local_device_name, local_settings
 from autotune.trials import TrialResult, TrialRunner
 
 # A finalist run takes about its search trial's wall time, cold compiles and finer timing on
@@ -119,8 +118,6 @@ def finalize(
         UsageError: The storage holds no such study, it has no eager baseline yet, another
             process is measuring its finalists, or this process may not run its model file.
     """
-    if out is not None:
-        _check_out(out)
     with RecordStore(storage) as store:
         settings = _settings(store, storage, study)
         _recover(storage, study, store, settings)
@@ -132,36 +129,13 @@ def finalize(
                 allow_version_mismatch=allow_version_mismatch, on_note=on_note,
             )  # fmt: skip
 
-        held = _Held(store, storage, study, settings, local, tuple(allow_unsafe_knobs))
-        return _finalized(held, out, remeasure_finalists, deadline, runner, on_note, device,
+        held = Held(store, storage, study, settings, local, tuple(allow_unsafe_knobs))
+        return finalize_held(held, out, remeasure_finalists, deadline, runner, on_note, device,
                           for_device)  # fmt: skip
 
 
-def finalize_session(
-    session: Session,
-    out: str | os.PathLike[str] | None = None,
-    *,
-    remeasure_finalists: bool = False,
-    runner: TrialRunner | None = None,
-    for_device: str | None = None,
-) -> Decision:
-    """:func:`finalize` for the process whose ``session`` searched the study: the session is
-    the study as that process settled and checked it (its settings, its device and model file,
-    the knobs its operator vouches for, its deadline), so nothing is reopened or checked
-    again; trials left running by processes that died are recovered first, as ever. Several
-    ``runner`` run the finalists' cold runs side by side (see
-    :func:`~autotune.decide._finalists.remeasure`)."""
-    if out is not None:
-        _check_out(out)
-    session.recover_stale()
-    held = _Held(session.records, session.request.storage, session.name, session.settings,
-                 lambda: session.local, session.space.unsafe_knobs)  # fmt: skip
-    return _finalized(held, out, remeasure_finalists, session.request.deadline, runner,
-                      session.events.on_note, session.local.device, for_device)  # fmt: skip
-
-
 @dataclass(frozen=True)
-class _Held:
+class Held:
     """The study a decision is made for, however it was opened: its records, where it is
     stored, its name and settings, the settings this process runs its finalists under
     (checked when first needed), and the knobs refused from data its operator vouches for."""
@@ -174,8 +148,8 @@ class _Held:
     allow_unsafe_knobs: tuple[str, ...]
 
 
-def _finalized(
-    held: _Held,
+def finalize_held(
+    held: Held,
     out: str | os.PathLike[str] | None,
     remeasure_finalists: bool,
     deadline: Deadline,
@@ -184,6 +158,9 @@ def _finalized(
     device: str | None,
     for_device: str | None,
 ) -> Decision:
+    """The decision for the study ``held`` (see :func:`finalize`), written to ``out``."""
+    if out is not None:
+        _check_out(out)
     store, study, settings = held.store, held.study, held.settings
     everywhere = store.trials(study)
     records = _for_device(everywhere, settings, device, for_device, on_note)

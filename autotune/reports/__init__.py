@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from autotune.reports._standing import Standing, standing
 from autotune.reports._study import (
     StudyData,
     TrialRow,
@@ -26,7 +27,7 @@ from autotune.reports.studies import render_studies
 from autotune.reports.study_report import render as render_report
 
 __all__ = [
-    "StudyData", "TrialRow", "export_study", "knob_importance", "list_studies",
+    "Standing", "StudyData", "TrialRow", "export_study", "knob_importance", "list_studies",
     "load_study_data", "render_report", "render_studies", "study_names", "study_table",
-    "write_html",
+    "standing", "write_html",
 ]  # fmt: skip

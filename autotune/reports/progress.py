@@ -9,20 +9,19 @@ note. With ``quiet``, neither: the command prints only what it ends with.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 import threading
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from autotune._printable import printable
 from autotune._scratch import scratch_dir
 from autotune.records import TrialRecord
 from autotune.reports import terminal
 from autotune.reports._format import clip
-from autotune.reports._standing import Standing, standing
+from autotune.reports._standing import Standing
 from autotune.trials import read_phase
 
 if TYPE_CHECKING:
@@ -32,11 +31,26 @@ if TYPE_CHECKING:
     from rich.live import Live
 
     from autotune.scoring import Objective
-    from autotune.study import Events, Search
+
+    Reader = Callable[[], Standing]  # where the study stands, read from its storage
 
 POLL_S = 2.0  # the study's counts are read this often, by a thread of the display's own
 _REFRESH_PER_S = 2
 _WIDTH = 96  # of the "now" row: the config is clipped to it
+
+
+class Watched(Protocol):
+    """The events a search tells a display (``autotune.search.Events``): the panel subscribes to
+    them and says where its trials write their phase."""
+
+    phase_dir: str | None
+
+    def subscribe(
+        self,
+        on_record: Callable[[TrialRecord], None],
+        on_note: Callable[[str], None],
+        on_phase: Callable[[str, str], None],
+    ) -> None: ...
 
 
 class Progress:
@@ -51,7 +65,7 @@ class Progress:
     Example:
         >>> progress = Progress()  # doctest: +SKIP
         >>> search = Search(request, on_note=progress.note)  # doctest: +SKIP
-        >>> progress.attach(search, "search")  # doctest: +SKIP
+        >>> search.show_in(progress, "search")  # doctest: +SKIP
         >>> with progress:  # doctest: +SKIP
         ...     search.run()
     """
@@ -67,7 +81,7 @@ class Progress:
             live = console.is_terminal if console is not None else sys.stdout.isatty()
         self.quiet, self.live, self.poll_s = quiet, live and not quiet, poll_s
         self._console = console
-        self._events: Events | None = None  # the search's, subscribed to by attach
+        self._events: Watched | None = None  # the search's, subscribed to by attach
         self._budget: int | None = None
         self._objective: Objective | None = None
         self._read: Callable[[], Standing] | None = None
@@ -85,16 +99,15 @@ class Progress:
         self._phase_dir: str | None = None
         self._scratch = contextlib.ExitStack()
 
-    def attach(self, search: Search, command: str) -> None:
-        """Shows ``search``'s records, notes and phases from now on: subscribes to its events,
-        and reads where the study stands from its storage (never from the running search)."""
-        session = search.session
-        self._title = f"autotune {command}: study {search.request.study_name!r}"
-        self._budget, self._objective = session.settings.trials, session.objective
-        pareto = bool(session.settings.pareto)
-        self._read = functools.partial(standing, session.records, session.study, pareto)
-        self._events = search.events
-        search.events.subscribe(self.record, self.note, self.phase)
+    def attach(
+        self, events: Watched, title: str, budget: int, objective: Objective, read: Reader
+    ) -> None:
+        """Shows a search's records, notes and phases from now on, under ``title``: subscribes
+        to its ``events``; ``read`` says where the study stands, from its storage (never from
+        the running search). A search attaches itself: ``Search.show_in(progress, command)``."""
+        self._title, self._budget, self._objective, self._read = title, budget, objective, read
+        self._events = events
+        events.subscribe(self.record, self.note, self.phase)
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()

@@ -13,7 +13,7 @@ from autotune.reports._format import clip, ms, times
 from autotune.reports._study import StudyData, TrialRow
 from autotune.scope import SCOPE_PARAM, ScopePlan
 from autotune.scoring import front
-from autotune.study import describe_inert, inert_in, screened
+from autotune.storage import describe_inert, inert_in, screened
 
 _CONFIG_MIN_WIDTH = 30
 

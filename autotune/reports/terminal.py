@@ -13,7 +13,7 @@ from autotune.reports._format import clip as _clip
 from autotune.reports._format import ms as _ms
 from autotune.runtime.config import BestConfig
 from autotune.scoring import Objective, axis_value, break_even_calls
-from autotune.study import screened
+from autotune.storage import screened
 
 _BRIEF_WIDTH = 58
 

@@ -1,6 +1,6 @@
 """How a study scores its trials: the objectives (latency, throughput, amortized compile), the
 ``--pareto`` front and its pick rules, and when a configuration ran clearly slower than eager.
-The search loop (:mod:`autotune.study`) and the decision (:mod:`autotune.decide`) both score
+The search loop (:mod:`autotune.search`) and the decision (:mod:`autotune.decide`) both score
 with these, so that they agree."""
 
 from autotune.scoring._objective import (

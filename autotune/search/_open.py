@@ -10,8 +10,9 @@ from autotune.search._run import Finish
 from autotune.search._runners import trial_runner, trial_runners
 
 if TYPE_CHECKING:
+    from autotune.search._search import Search
+    from autotune.search._session import SearchRequest
     from autotune.settings import SearchOptions
-    from autotune.study import Search, SearchRequest
 
 # How often a process that joins a study not created yet looks for it.
 JOIN_POLL_S = 2.0
@@ -25,8 +26,10 @@ def open_search(
     process's trial runners on the study's device."""
     from autotune._deadline import Deadline
     from autotune._device import resolve_device
+    from autotune.search._events import Events
     from autotune.search._request import NO_CUDA, build_request
-    from autotune.study import Events, Search, Session
+    from autotune.search._search import Search
+    from autotune.search._session import Session
 
     request = build_request(args, Deadline.after(args.timeout))
     if args.effort:
@@ -52,7 +55,9 @@ def join_search(
     import time
 
     from autotune._device import resolve_device
-    from autotune.study import Events, Search, Session, StudyNotFound
+    from autotune.search._events import Events
+    from autotune.search._search import Search
+    from autotune.search._session import Session, StudyNotFound
 
     waiting = False
     while True:

@@ -10,8 +10,8 @@ from typing import Any
 
 from autotune._deadline import Deadline
 from autotune._device import resolve_device
+from autotune.search._session import SearchRequest
 from autotune.settings import SETTINGS_OF, SearchOptions, thorough_trials
-from autotune.study import SearchRequest
 
 NO_CUDA = "Pass --device cpu, or install a CUDA build of torch on a GPU machine."
 
@@ -21,9 +21,8 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     import torch
 
     from autotune.scoring import Objective
-    from autotune.settings import StudySettings
+    from autotune.settings import StudySettings, model_sha256, triton_version
     from autotune.space import load_space
-    from autotune.study import model_sha256, triton_version
     from autotune.trials import MeasureSettings
     from autotune.workload import (
         has_traffic,
@@ -93,7 +92,7 @@ def build_request(args: SearchOptions, deadline: Deadline | None = None) -> Sear
     given = frozenset(SETTINGS_OF[name] for name in args.given if name in SETTINGS_OF)
     start_from = None
     if args.start_from:
-        from autotune.study import StartFrom
+        from autotune.search._start_from import StartFrom
 
         start_from = StartFrom(args.start_from, args.start_from_storage, args.start_from_top)
     return SearchRequest(

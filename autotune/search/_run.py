@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autotune.decide import Decision, finalist_candidates, finalize_session, study_front
+from autotune.decide import Decision, Held, finalist_candidates, finalize_held, study_front
 from autotune.records import TrialRecord
+from autotune.search._search import Search
 from autotune.settings import FinishFields
 from autotune.ship import ship_cache
 from autotune.storage import candidates, eager_baseline, grace_s
-from autotune.study import Search
 from autotune.trials import TrialRunner
 
 
@@ -119,7 +119,13 @@ def _finalize(
         events.on_phase("finalists", f"re-measuring {best}, cold and warm")
     else:
         events.on_phase("deciding", "from the search's measurements")
-    return finalize_session(
-        session, finish.out, remeasure_finalists=finish.remeasure,
-        runner=finish.finalist_runner, for_device=finish.for_device,
+    # The study as this process settled and checked it (its settings, device and model file,
+    # the knobs its operator vouches for, its deadline): nothing is reopened or checked again;
+    # trials left running by processes that died are recovered first, as ever.
+    session.recover_stale()
+    held = Held(session.records, session.request.storage, session.name, session.settings,
+                lambda: session.local, session.space.unsafe_knobs)  # fmt: skip
+    return finalize_held(
+        held, finish.out, finish.remeasure, session.request.deadline, finish.finalist_runner,
+        session.events.on_note, session.local.device, finish.for_device,
     )  # fmt: skip

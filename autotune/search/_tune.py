@@ -127,7 +127,7 @@ def search_options(options: dict[str, Any], bundle: Path) -> SearchOptions:
 def _run(args: SearchOptions) -> TuneResult:
     progress = Progress(quiet=args.quiet)
     search = open_search(args, progress.note)
-    progress.attach(search, "search")
+    search.show_in(progress, "search")
     decided: list[Any] = []
 
     def decision(made: Any) -> None:

@@ -11,6 +11,15 @@ and what the study was made with. Standard library only.
 
 from autotune.settings._fields import FinishFields, RequestFields, StudyFields, TrialFields
 from autotune.settings._kinds import KINDS, Kind, shown
+from autotune.settings._local import (
+    check_joining,
+    device_type,
+    local_device_name,
+    local_model_path,
+    local_settings,
+    model_sha256,
+    triton_version,
+)
 from autotune.settings._option import (
     DEFAULT_STORAGE,
     EFFORTS,
@@ -48,7 +57,8 @@ from autotune.settings._table import (
 from autotune.settings.rules import RuleError
 
 __all__ = [
-    "ADAPTIVE_FLOOR_S", "StudySettings", "settle",
+    "ADAPTIVE_FLOOR_S", "StudySettings", "settle", "check_joining", "device_type",
+    "local_device_name", "local_model_path", "local_settings", "model_sha256", "triton_version",
     "BY_FLAG", "BY_NAME", "CHANGEABLE", "CLI", "DEFAULT", "DEFAULT_STORAGE", "EFFORTS", "FILE",
     "KINDS", "LABELS", "OBJECTIVES", "PYTHON", "SEARCH_OPTIONS", "SETTINGS_OF",
     "STORAGE_ENV", "THOROUGH_TRIALS", "TRIAL_HOSTS", "WORKLOADS", "Kind", "Language", "Option",

@@ -143,7 +143,7 @@ class TrialFields:
 @dataclass(frozen=True, kw_only=True)
 class RequestFields:
     """What a process was told about where it runs and what it trusts, each None (or False)
-    where not told (``autotune.study.SearchRequest`` is these and the study's name,
+    where not told (``autotune.search.SearchRequest`` is these and the study's name,
     storage and settings)."""
 
     # model: model file (*.py) defining get_model(device) and get_inputs(device), or a study file

@@ -59,7 +59,7 @@ CARRIERS = (
     Carrier(
         "RequestFields",
         "What a process was told about where it runs and what it trusts, each None (or False)\n"
-        "    where not told (``autotune.study.SearchRequest`` is these and the study's name,\n"
+        "    where not told (``autotune.search.SearchRequest`` is these and the study's name,\n"
         "    storage and settings).",
         ("model_path", "device", "cache_dir", "trust_model_path", "allow_version_mismatch"),
         given=True,

@@ -71,7 +71,7 @@ def settle(
     when it is one of :data:`CHANGEABLE` (and said in a note); any other difference refuses the
     run, naming every one. The device counts by its type (``cuda`` and ``cuda:1`` agree: a
     process's own device is its own); torch and triton are checked when a process joins (see
-    autotune.study._identity).
+    autotune.settings._local).
     """
     given = frozenset(LABELS) if given is None else given
     changed = [

@@ -133,6 +133,15 @@ def candidates(records: list[TrialRecord]) -> list[TrialRecord]:
     ]
 
 
+def screened(records: list[TrialRecord]) -> tuple[int, int]:
+    """How many trials took an earlier trial's timing for the same code, and how many (of the
+    others) stopped timing early."""
+    own = [r for r in records if r.duplicate_of is None]  # a reused trial carries its source's
+    same = sum(1 for r in own if r.equivalent_of is not None)
+    early = sum(1 for r in own if r.pruned and r.equivalent_of is None)
+    return same, early
+
+
 def eager_baselines(records: list[TrialRecord]) -> list[TrialRecord]:
     """The study's measured eager baselines (one per batch size it searches)."""
     return [r for r in records if r.baseline == "eager" and r.status == "ok"]

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from study_tests.test_presets import ByPreset, _request
+from search_tests.test_presets import ByPreset, _request
 
-from autotune.study import Search
+from autotune.search import Search
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 import fixed_finalist as ff  # noqa: E402

@@ -164,9 +164,9 @@ def test_a_traffic_mix_exports_its_weighted_figures_and_each_requests_share(
 ):
     import torch
 
+    from autotune.search import Search, SearchRequest
     from autotune.settings import StudySettings
     from autotune.space import load_space
-    from autotune.study import Search, SearchRequest
 
     class Served:
         def run(self, spec):

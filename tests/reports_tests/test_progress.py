@@ -16,7 +16,7 @@ from autotune.cli import main
 from autotune.records import TrialRecord
 from autotune.reports.progress import Progress
 from autotune.reports.terminal import trial_line
-from autotune.study import Search, SearchRequest
+from autotune.search import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 from autotune.trials._phase import write_phase
 
@@ -76,7 +76,7 @@ def test_a_reused_trial_says_reused_whatever_its_source_was_spared():
     timing (same code): its line says it was reused, and the summary counts the source once."""
     import dataclasses
 
-    from autotune.study import screened
+    from autotune.storage import screened
 
     source = dataclasses.replace(record(5, 1.1), result={"equivalent_of": 3})
     again = dataclasses.replace(source, trial_number=6, duplicate_of=5)
@@ -106,7 +106,7 @@ def test_the_live_panel_shows_the_study_the_phase_the_best_and_the_failures(fini
     screen = Console(file=StringIO(), force_terminal=True, width=120)
     progress = Progress(console=screen, poll_s=0.1)
     assert progress.live
-    progress.attach(finished_search, "worker")
+    finished_search.show_in(progress, "worker")
     with progress:
         phases = finished_search.events.phase_dir
         assert phases is not None and os.path.isdir(phases)
@@ -131,7 +131,7 @@ def test_the_live_panel_shows_the_study_the_phase_the_best_and_the_failures(fini
 def test_brackets_in_a_line_are_printed_as_they_are_not_read_as_markup(finished_search):
     screen = Console(file=StringIO(), force_terminal=True, width=120)
     progress = Progress(console=screen)
-    progress.attach(finished_search, "search")
+    finished_search.show_in(progress, "search")
     with progress:
         progress.note("#  0 [eager] eager (no compile)  [bold]not bold[/bold]")
     assert "[eager] eager (no compile)  [bold]not bold[/bold]" in screen.file.getvalue()
@@ -140,7 +140,7 @@ def test_brackets_in_a_line_are_printed_as_they_are_not_read_as_markup(finished_
 def test_quiet_shows_neither_lines_nor_a_panel(finished_search, capsys):
     progress = Progress(quiet=True, console=Console(file=StringIO(), force_terminal=True))
     assert not progress.live
-    progress.attach(finished_search, "search")
+    finished_search.show_in(progress, "search")
     with progress:
         progress.note("scope: candidates whole")
         progress.record(record(3, 1.2))

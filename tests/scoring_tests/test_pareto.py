@@ -15,9 +15,9 @@ from autotune.records import TrialRecord
 from autotune.reports.terminal import pareto_table, summary
 from autotune.scoring import PickRule, front, parse_axes
 from autotune.scoring._pareto import optuna_values
+from autotune.search import Search, SearchRequest
 from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 AXES = ["latency", "compile"]

@@ -8,8 +8,7 @@ import dataclasses
 import pytest
 
 from autotune._deadline import Deadline
-from autotune.search import join_search
-from autotune.study import SearchRequest, StudyNotFound
+from autotune.search import SearchRequest, StudyNotFound, join_search
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,11 +11,10 @@ import torch
 
 import autotune
 from autotune._deadline import Deadline
-from autotune.search import Finish, _run, run_study
+from autotune.search import Ended, Finish, Search, SearchRequest, _run, run_study
 from autotune.search._run import FILE_CLAIM
-from autotune.settings import StudySettings
+from autotune.settings import StudySettings, model_sha256
 from autotune.space import load_space
-from autotune.study import Ended, Search, SearchRequest, model_sha256
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from autotune.errors import UsageError
+from autotune.search import Search, SearchRequest
 from autotune.search._runners import trial_runners
 from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest
 from autotune.trials import PreloadedHostRunner, SubprocessRunner, TrialResult, TrialSpec
 
 

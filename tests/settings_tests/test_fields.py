@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from autotune.search import Finish
+from autotune.search import Finish, SearchRequest
 from autotune.settings import (
     DEFAULT,
     SEARCH_OPTIONS,
@@ -19,7 +19,6 @@ from autotune.settings import (
     TrialFields,
     _generate,
 )
-from autotune.study import SearchRequest
 from autotune.trials import TrialSpec
 
 

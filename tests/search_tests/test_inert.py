@@ -14,7 +14,7 @@ from autotune.cli import main
 from autotune.records import RecordStore, TrialRecord
 from autotune.reports import load_study_data, render_report
 from autotune.space import load_space
-from autotune.study import inert_knobs
+from autotune.storage import inert_knobs
 from autotune.trials import TrialResult, TrialSpec
 
 SPACE = """name = "inert"

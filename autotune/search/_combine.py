@@ -39,6 +39,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.records import TrialRecord
+from autotune.search._queue import run_waiting, whole_model_trials
+from autotune.search._session import Session
 from autotune.space import Preset, SearchSpace
 from autotune.storage import (
     COMBINATION_ATTR,
@@ -47,8 +49,6 @@ from autotune.storage import (
     PRIOR_ATTR,
     PRIOR_OF_ATTR,
 )
-from autotune.study._queue import run_waiting, whole_model_trials
-from autotune.study._session import Session
 
 __all__ = [
     "Levers", "combinations", "combine_and_tell", "enqueue_combinations", "levers",

@@ -11,11 +11,11 @@ import scripted
 import torch
 
 from autotune.errors import UsageError
+from autotune.search import Search, SearchRequest
+from autotune.search._cache import MARKER, KernelCache, own
 from autotune.settings import StudySettings
 from autotune.space import load_space
 from autotune.storage import user_cache
-from autotune.study import Search, SearchRequest
-from autotune.study._cache import MARKER, KernelCache, own
 
 _OLD = 30 * 86400  # a month: older than the hour pruning never touches
 

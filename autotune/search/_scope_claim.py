@@ -7,8 +7,8 @@ import time
 
 from autotune._deadline import Deadline
 from autotune.scope import PROBE_MEASURE, ScopePlan, plan_scopes
+from autotune.search._session import Session
 from autotune.storage import beating, grace_s, settings_from_dict
-from autotune.study._session import Session
 from autotune.trials import TrialRunner, TrialSpec
 
 SCOPE_CLAIM = "scope_plan"

@@ -1,5 +1,5 @@
 """How a search ends (:class:`Ended`), and where the sampler has nothing left to give: the space
-left to search (the knobs shown inert left to torch, see :mod:`autotune.study._inert`) measured
+left to search (the knobs shown inert left to torch, see :mod:`autotune.search._inert`) measured
 whole, or draw after draw of configurations the study measured before. Reused trials do not
 count against ``--trials``, so without these stops a search whose space collapsed below its
 budget would draw for ever."""
@@ -10,9 +10,9 @@ import enum
 from collections.abc import Collection
 
 from autotune.scope import ScopePlan
-from autotune.study._inert import inert_in, measured_leaving
-from autotune.study._queue import batches
-from autotune.study._session import Session
+from autotune.search._queue import batches
+from autotune.search._session import Session
+from autotune.storage import inert_in, measured_leaving
 
 
 class Ended(enum.Enum):

@@ -16,9 +16,9 @@ from autotune.decide import best_config
 from autotune.reports import show
 from autotune.runtime.config import ConfigError
 from autotune.runtime.shapes import call_spec
+from autotune.search import Search, SearchRequest
 from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 from autotune.workload import build_calls, build_model, load_model_file, padding_of
 
@@ -109,8 +109,8 @@ def test_a_regional_scope_draws_no_compile_threshold(space_file):
     from autotune.runtime.config import Scope
     from autotune.scope import ScopePlan
     from autotune.scope._candidates import NamedScope
+    from autotune.search._trial_path import config_for
     from autotune.space import space_from_dict
-    from autotune.study._trial_path import config_for
 
     padding = {"inputs": {"0": {"dim": 0, "value": 0}}, "outputs": {}}
     raw = {"name": "s", "compile": {"backend": ["aot_eager"]},

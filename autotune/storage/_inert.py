@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from autotune.records import TrialRecord
-from autotune.storage import (
+from autotune.storage._attrs import (
     BASELINE_ATTR,
     COMBINATION_ATTR,
     LEFT_ATTR,

@@ -20,7 +20,17 @@ from autotune._deadline import Deadline
 from autotune.errors import UsageError
 from autotune.records import RecordStore, TrialRecord
 from autotune.scoring import DIRECTIONS, Objective
-from autotune.settings import DEFAULT, RequestFields, StudySettings, settle
+from autotune.search._cache import KernelCache, own
+from autotune.search._events import Events
+from autotune.search._start_from import StartFrom
+from autotune.settings import (
+    DEFAULT,
+    RequestFields,
+    StudySettings,
+    device_type,
+    local_settings,
+    settle,
+)
 from autotune.settings.rules import size
 from autotune.space import SearchSpace, space_from_dict
 from autotune.storage import (
@@ -37,10 +47,6 @@ from autotune.storage import (
     settings_from_dict,
     tell_record,
 )
-from autotune.study._cache import KernelCache, own
-from autotune.study._events import Events
-from autotune.study._identity import device_type, local_settings
-from autotune.study._start_from import StartFrom
 
 # What the study's values are, by objective (and by --pareto axis), for Optuna's tools.
 SCORE_METRICS = {

@@ -10,12 +10,12 @@ import torch
 
 from autotune.records import RecordStore, TrialRecord
 from autotune.reports import terminal
+from autotune.search import Search, SearchRequest
+from autotune.search._screen import known_code, stop_below
 from autotune.settings import StudySettings
 from autotune.space import load_space
 from autotune.storage import candidates
 from autotune.storage._attrs import BASELINE_ATTR, COMBINATION_ATTR, PRESET_ATTR, PRIOR_ATTR
-from autotune.study import Search, SearchRequest
-from autotune.study._screen import known_code, stop_below
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from autotune.errors import UsageError
-from autotune.settings import StudySettings
-from autotune.study._identity import check_joining, local_model_path, model_sha256
+from autotune.settings import StudySettings, check_joining, local_model_path, model_sha256
 
 
 @pytest.fixture

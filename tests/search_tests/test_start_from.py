@@ -14,10 +14,10 @@ from autotune.errors import UsageError
 from autotune.records import RecordStore
 from autotune.reports._standing import standing
 from autotune.scope import SCOPE_PARAM
+from autotune.search import Ended, Search, SearchRequest, StartFrom
 from autotune.settings import StudySettings
 from autotune.space import load_space
 from autotune.storage._attrs import PRIOR_ATTR, START_FROM_ATTR
-from autotune.study import Ended, Search, SearchRequest, StartFrom
 from autotune.trials import TrialResult, TrialSpec
 
 FASTEST = {"fullgraph": True, "dynamic": False}

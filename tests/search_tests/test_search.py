@@ -12,11 +12,11 @@ from autotune._deadline import Deadline
 from autotune.decide import best_config
 from autotune.errors import UsageError
 from autotune.records import RecordStore
+from autotune.search import Ended, Search, SearchRequest
+from autotune.search._ends import REPEATS
 from autotune.settings import StudySettings
 from autotune.space import load_space
 from autotune.storage import BASELINE_ATTR
-from autotune.study import Ended, Search, SearchRequest
-from autotune.study._ends import REPEATS
 from autotune.trials import TrialResult, TrialSpec
 
 
@@ -121,7 +121,7 @@ def test_a_duplicate_does_not_count_and_the_next_proposal_is_random(request_for,
     duplicates reuse the result without counting, and the proposal after each is drawn at
     random, so the budget of new configurations is still measured."""
     monkeypatch.setattr(
-        "autotune.study._search._sampler", lambda name, seed, trials: StuckSampler()
+        "autotune.search._search._sampler", lambda name, seed, trials: StuckSampler()
     )
     runner = TableRunner()
     # without exploring, the loop would spin to the deadline

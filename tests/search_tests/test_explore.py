@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import optuna
 
-from autotune.study._explore import ExploringSampler
+from autotune.search._explore import ExploringSampler
 
 
 class Stuck(optuna.samplers.BaseSampler):

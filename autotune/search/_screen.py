@@ -80,15 +80,6 @@ def reuse_timing(result: TrialResult, timed: TrialRecord) -> TrialResult:
     return taken
 
 
-def screened(records: list[TrialRecord]) -> tuple[int, int]:
-    """How many trials took an earlier trial's timing for the same code, and how many (of the
-    others) stopped timing early."""
-    own = [r for r in records if r.duplicate_of is None]  # a reused trial carries its source's
-    same = sum(1 for r in own if r.equivalent_of is not None)
-    early = sum(1 for r in own if r.pruned and r.equivalent_of is None)
-    return same, early
-
-
 def _timed(records: list[TrialRecord], batch_size: int | None) -> list[TrialRecord]:
     """Compiled trials that timed their own code and passed, at this batch size."""
     return [r for r in candidates(records) if r.batch_size == batch_size]

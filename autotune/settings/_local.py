@@ -23,7 +23,7 @@ from pathlib import Path
 
 from autotune import _process
 from autotune.errors import UsageError
-from autotune.settings import StudySettings
+from autotune.settings._study import StudySettings
 
 
 def model_sha256(path: str | Path) -> str:

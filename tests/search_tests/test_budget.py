@@ -7,9 +7,9 @@ import pytest
 import scripted
 import torch
 
+from autotune.search import Search, SearchRequest
 from autotune.settings import ADAPTIVE_FLOOR_S, StudySettings
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -8,6 +8,8 @@ import dataclasses
 import pytest
 
 from autotune.reports import load_study_data
+from autotune.search import Search
+from autotune.search._combine import Levers, combinations
 from autotune.space import space_from_dict
 from autotune.storage._attrs import (
     COMBINATION_ATTR,
@@ -16,10 +18,8 @@ from autotune.storage._attrs import (
     PRIOR_ATTR,
     PRIOR_OF_ATTR,
 )
-from autotune.study import Search
-from autotune.study._combine import Levers, combinations
 from autotune.trials import TrialResult, TrialSpec
-from study_tests.test_presets import ByPreset, _request
+from search_tests.test_presets import ByPreset, _request
 
 
 def test_the_presets_that_beat_default_are_measured_together_before_sampling(

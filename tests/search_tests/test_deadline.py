@@ -18,9 +18,9 @@ from autotune._deadline import Deadline, DeadlineReached
 from autotune.decide import finalize
 from autotune.records import RecordStore
 from autotune.scope._probe import Prober, ProbeTarget
+from autotune.search import Search, SearchRequest
 from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 

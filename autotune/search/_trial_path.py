@@ -16,6 +16,12 @@ from autotune.errors import UsageError
 from autotune.records import TrialRecord
 from autotune.runtime.config import CompileConfig
 from autotune.scope import ScopePlan
+from autotune.search._combine import preset_of
+from autotune.search._config_claim import ConfigClaims, heartbeat
+from autotune.search._events import Events
+from autotune.search._explore import ExploringSampler
+from autotune.search._screen import known_code, reuse_timing, screen_seconds, stop_below
+from autotune.search._session import Session
 from autotune.settings import ADAPTIVE_FLOOR_S, StudySettings
 from autotune.space import OutOfSpaceError, SearchSpace
 from autotune.storage import (
@@ -28,17 +34,13 @@ from autotune.storage import (
     SCOPE_ATTR,
     START_FROM_ATTR,
     Ran,
+    describe_inert,
+    inert_in,
     retrying,
+    sampled,
     to_record,
     trial_key,
 )
-from autotune.study._combine import preset_of
-from autotune.study._config_claim import ConfigClaims, heartbeat
-from autotune.study._events import Events
-from autotune.study._explore import ExploringSampler
-from autotune.study._inert import describe, inert_in, sampled
-from autotune.study._screen import known_code, reuse_timing, screen_seconds, stop_below
-from autotune.study._session import Session
 from autotune.trials import TrialResult, TrialRunner, TrialSpec
 
 BATCH_PARAM = "workload.batch_size"
@@ -156,7 +158,7 @@ class TrialPath:
 
     def _inert(self, trial: optuna.Trial) -> list[str]:
         """The knobs a sampled trial leaves to torch: those two earlier trials showed to change
-        nothing on this model (:mod:`autotune.study._inert`); recorded on the trial."""
+        nothing on this model (:mod:`autotune.storage._inert`); recorded on the trial."""
         if not sampled(trial):
             return []
         s = self.session
@@ -165,7 +167,7 @@ class TrialPath:
         if new:
             self.told_inert |= set(new)
             self.events.on_note(
-                f"no effect on this model, left to torch from now on: {describe(new)}"
+                f"no effect on this model, left to torch from now on: {describe_inert(new)}"
             )
         if inert:
             trial.set_user_attr(LEFT_ATTR, sorted(inert))
@@ -175,7 +177,7 @@ class TrialPath:
         """A trial skips timing code the study already timed (a preset that generates default
         compile's code, say); one the sampler ``drawn`` also times a short first stage and
         goes on only within reach of the best so far, and stops timing early when clearly
-        slower than it (see autotune.study._screen)."""
+        slower than it (see autotune.search._screen)."""
         s = self.session
         records = s.db(s.records.trials, s.name)
         prune = s.settings.prune and drawn

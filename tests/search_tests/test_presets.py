@@ -12,10 +12,10 @@ from autotune.decide._finalists import Finalist
 from autotune.decide._presets import preset_hashes
 from autotune.records import RecordStore, TrialRecord
 from autotune.reports import load_study_data, render_report
+from autotune.search import Ended, Search, SearchRequest
 from autotune.settings import StudySettings
 from autotune.space import load_space
 from autotune.storage._attrs import PRESET_ATTR
-from autotune.study import Ended, Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -9,11 +9,12 @@ baselines and presets (``_queue``), the scope claim (``_scope_claim``), one tria
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 
@@ -21,25 +22,29 @@ from autotune._deadline import Deadline, DeadlineReached
 from autotune._secrets import mask_text
 from autotune.errors import UsageError
 from autotune.records import TrialRecord
+from autotune.reports import standing
 from autotune.scope import SCOPE_PARAM
-from autotune.storage import CONSTRAINT_ATTR
-from autotune.study._combine import combine_and_tell
-from autotune.study._ends import Ended, space_spent
-from autotune.study._events import Events
-from autotune.study._explore import ExploringSampler
-from autotune.study._jobs import run_queue
-from autotune.study._queue import (
+from autotune.search._combine import combine_and_tell
+from autotune.search._ends import Ended, space_spent
+from autotune.search._events import Events
+from autotune.search._explore import ExploringSampler
+from autotune.search._jobs import run_queue
+from autotune.search._queue import (
     compile_does_not_pay,
     enqueue_missing_baselines,
     enqueue_presets,
     pending_baselines,
     whole_model_failed,
 )
-from autotune.study._scope_claim import settle_scope_plan
-from autotune.study._session import SearchRequest, Session, StudyNotFound
-from autotune.study._start_from import StartFrom, start_from_earlier
-from autotune.study._trial_path import TrialPath
+from autotune.search._scope_claim import settle_scope_plan
+from autotune.search._session import SearchRequest, Session, StudyNotFound
+from autotune.search._start_from import StartFrom, start_from_earlier
+from autotune.search._trial_path import TrialPath
+from autotune.storage import CONSTRAINT_ATTR
 from autotune.trials import RunnerPool, TrialRunner
+
+if TYPE_CHECKING:
+    from autotune.reports.progress import Progress
 
 __all__ = ["Search", "SearchRequest", "StudyNotFound"]
 
@@ -84,6 +89,14 @@ class Search:
     @property
     def deadline(self) -> Deadline:
         return self.request.deadline
+
+    def show_in(self, progress: Progress, command: str) -> None:
+        """Shows this search in ``progress`` (``autotune COMMAND``'s panel) from now on: the
+        panel subscribes to its events and reads where the study stands from its storage."""
+        s = self.session
+        read = functools.partial(standing, s.records, s.study, bool(s.settings.pareto))
+        title = f"autotune {command}: study {self.request.study_name!r}"
+        progress.attach(self.events, title, s.settings.trials, s.objective, read)
 
     def run(self) -> list[TrialRecord]:
         """Runs trials until the study's budget is met, the timeout passes or the space is

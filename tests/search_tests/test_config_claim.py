@@ -12,8 +12,8 @@ import optuna
 import pytest
 
 from autotune.records import RecordStore, TrialRecord
-from autotune.study._config_claim import ConfigClaims
-from autotune.study._events import Events
+from autotune.search._config_claim import ConfigClaims
+from autotune.search._events import Events
 from autotune.trials import TrialResult
 
 KEY = "0123456789abcdef"

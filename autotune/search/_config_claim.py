@@ -11,9 +11,9 @@ from typing import Any
 
 import optuna
 
+from autotune.search._events import Events
+from autotune.search._session import Session
 from autotune.storage import beating
-from autotune.study._events import Events
-from autotune.study._session import Session
 from autotune.trials import TrialResult
 
 POLL_S = 1.0

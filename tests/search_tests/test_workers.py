@@ -10,11 +10,10 @@ import scripted
 import torch
 
 from autotune.decide import finalize
-from autotune.settings import StudySettings
+from autotune.search import Search, SearchRequest
+from autotune.search import _search as search_module
+from autotune.settings import StudySettings, model_sha256
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest
-from autotune.study import _search as search_module
-from autotune.study._identity import model_sha256
 from autotune.trials import TrialResult, TrialSpec
 
 

@@ -11,9 +11,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.records import TrialRecord
 from autotune.scoring import clearly_slower
+from autotune.search._session import Session
 from autotune.settings import StudySettings
 from autotune.storage import BASELINE_ATTR, BATCH_ATTR, PRESET_ATTR
-from autotune.study._session import Session
 
 BASELINES = ("eager", "default")
 

@@ -13,9 +13,9 @@ import torch
 from autotune.decide import best_config
 from autotune.errors import UsageError
 from autotune.records import RecordStore
+from autotune.search import Search, SearchRequest
 from autotune.settings import StudySettings
 from autotune.space import load_space
-from autotune.study import Search, SearchRequest
 from autotune.trials import TrialResult, TrialSpec
 
 SPEEDUPS = {  # (fullgraph, batch size) -> speedup over eager at that batch size

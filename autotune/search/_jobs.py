@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 
 import optuna
 
-from autotune.study._combine import run_combinations
-from autotune.study._queue import run_queued
-from autotune.study._session import Session
+from autotune.search._combine import run_combinations
+from autotune.search._queue import run_queued
+from autotune.search._session import Session
 from autotune.trials import RunnerPool, TrialRunner
 
 
