@@ -11,7 +11,7 @@ from autotune.workload import Call
 
 def test_the_compile_time_is_the_first_call_of_every_input_shape(monkeypatch):
     monkeypatch.setattr(_measure_trial, "compile_module", lambda model, config, **_: model)
-    monkeypatch.setattr(_measure_trial.measure, "time_first_call", lambda fn, _: (fn(), 10.0))
+    monkeypatch.setattr(_measure_trial, "time_first_call", lambda fn, _: (fn(), 10.0))
     calls = [Call((torch.ones(2, 4),), {}), Call((torch.ones(3, 4),), {})]
     work = _measure_trial.Workload(torch.nn.Linear(4, 4), calls, reference=None)
     spec = TrialSpec(model_path="m.py", device="cuda", config=CompileConfig().to_dict())
