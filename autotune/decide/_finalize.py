@@ -131,7 +131,7 @@ def finalize(
 
         held = Held(store, storage, study, settings, local, tuple(allow_unsafe_knobs))
         return finalize_held(held, out, remeasure_finalists, deadline, runner, on_note, device,
-                          for_device)  # fmt: skip
+                             for_device)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ class MeasureSettings:
             time on for, or None to stop at ``target_seconds``.
         max_seconds: With ``precision``, wall time on rounds at most.
         stop_below: A median ratio that, once known (95%) to be out of reach, ends the rounds:
-            the trial is clearly slower than the best so far (see ``autotune.search._prune``).
+            the trial is clearly slower than the best so far (see ``autotune.search._screen``).
             None: never.
         screen_seconds: With ``stop_below``, successive halving's first stage, in seconds of
             rounds: a median below ``stop_below`` at its end ends the rounds.

@@ -1,5 +1,5 @@
 """How a search ends (:class:`Ended`), and where the sampler has nothing left to give: the space
-left to search (the knobs shown inert left to torch, see :mod:`autotune.search._inert`) measured
+left to search (the knobs shown inert left to torch, see :mod:`autotune.storage._inert`) measured
 whole, or draw after draw of configurations the study measured before. Reused trials do not
 count against ``--trials``, so without these stops a search whose space collapsed below its
 budget would draw for ever."""

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import scripted
 import sqlalchemy as sa
-from autotune.search._identity import model_sha256
 
 from autotune.cli import main
+from autotune.settings import model_sha256
 
 
 @pytest.fixture
