@@ -148,7 +148,6 @@ def _device(given: str | None, space: str) -> str:
     """A space named after a device (a built-in one, or a file whose ``name`` or file name is
     ``cpu`` or ``cuda``, like ``search_spaces/cuda.toml``) is checked for it; anything else for
     this machine's device."""
-
     return resolve_device(given, fallback=_named_device(space), remedy="", require_cuda=False)
 
 
